@@ -1,0 +1,27 @@
+"""Command line: ``python -m course doctor`` and ``python -m course prepare``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="check this machine is ready; exit 1 on any problem")
+    sub.add_parser("prepare", help="prepare offline assets (GPT-2 tokenizer, bundled model)")
+    args = parser.parse_args(argv)
+    if args.command == "prepare":
+        from course.assets import prepare_offline_assets
+
+        for name, path in prepare_offline_assets().items():
+            print(f"{name}: {path}")
+        return 0
+    from course.doctor import report
+
+    return 0 if report() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

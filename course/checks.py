@@ -1,0 +1,59 @@
+"""Exercise checks that give a student feedback and give a grader a verdict.
+
+An exercise is a function the student completes (its body between nbgrader's
+``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers) and a check cell::
+
+    with check("Exercise 1: count with the model's tokenizer"):
+        assert my_counter([HumanMessage("hi")]) == 5, "expected 5 tokens for 'hi'"
+        ### BEGIN HIDDEN TESTS
+        assert my_counter([]) == 0
+        ### END HIDDEN TESTS
+
+In a student's kernel a failed or unfinished check prints feedback and the notebook goes on
+(a ``NotImplementedError`` from the generated stub reads "not yet done"). When grading
+(``COURSE_GRADING=1`` or nbgrader's ``NBGRADER_EXECUTION``), the failure is raised so the
+grader scores the cell 0. Checks test behaviour, never the text of the code.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+GRADING_SETTING = "COURSE_GRADING"
+
+
+class CheckFailed(AssertionError):
+    """Raised in grading mode when an exercise check does not pass."""
+
+
+def grading() -> bool:
+    """True when notebooks run under a grader: failures must raise, not just print."""
+    return os.environ.get(GRADING_SETTING) == "1" or bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+@contextmanager
+def check(title: str) -> Iterator[None]:
+    """Run the assertions of one exercise and print a verdict a student can act on."""
+    try:
+        yield
+    except NotImplementedError:
+        print(f"[not yet done] {title}: fill in the function above, then run this cell again.")
+        if grading():
+            raise
+        return
+    except AssertionError as err:
+        message = str(err) or "an assertion failed"
+        print(f"[try again] {title}: {message}")
+        if grading():
+            raise CheckFailed(f"{title}: {message}") from err
+        return
+    except Exception as err:  # the student's code raised something else
+        last = traceback.format_exception_only(type(err), err)[-1].strip()
+        print(f"[error] {title}: your code raised {last}")
+        if grading():
+            raise
+        return
+    print(f"[passed] {title}")

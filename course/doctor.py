@@ -1,0 +1,132 @@
+"""``python -m course doctor``: is this machine ready for the workbook?
+
+Each check gives one line; a failed check says what to do. The same report shows in the first
+notebook. The doctor reads files and versions; it does not load the model or download anything.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from course.settings import CourseSettingError, active_model, hub_offline
+
+LIBRARIES = [
+    "torch", "transformers", "smolagents", "langgraph", "langchain-core",
+    "langchain-huggingface", "jupyterlab", "ipywidgets", "nbclient", "gguf", "tiktoken",
+]
+WIDGETS_EXTENSION = Path("share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, whether it passed, and the detail or fix."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"[{'ok' if self.ok else 'FAIL'}] {self.name}: {self.detail}"
+
+
+def _python() -> Check:
+    ok = sys.version_info[:2] == (3, 11)
+    return Check("python", ok, sys.version.split()[0] + ("" if ok else " (the workbook pins 3.11)"))
+
+
+def _libraries() -> Check:
+    found, missing = [], []
+    for name in LIBRARIES:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        return Check("libraries", False, f"missing {', '.join(missing)}. Fix: run `make install`.")
+    return Check("libraries", True, "; ".join(found))
+
+
+def _model() -> Check:
+    try:
+        choice = active_model()
+    except CourseSettingError as err:
+        return Check("model", False, str(err))
+    if choice.kind == "bundled":
+        from course.assets import AssetError, bundled_gguf_path, course_cache_dir
+
+        try:
+            gguf = bundled_gguf_path()
+        except AssetError as err:
+            return Check("model", False, str(err))
+        converted = course_cache_dir() / "smollm2-135m-instruct" / "model.safetensors"
+        if not converted.is_file():
+            return Check(
+                "model", False,
+                f"{choice.describe()}: GGUF at {gguf}, but no converted copy at {converted.parent}."
+                " Fix: run `python -m course prepare` (or `make assets`).",
+            )
+        return Check("model", True, f"{choice.describe()}; converted copy at {converted.parent}")
+    try:
+        from course.models import _resolve_transformers_source, _server_model_name
+
+        if choice.kind == "server":
+            name = _server_model_name(choice)
+            return Check("model", True, f"{choice.describe()} (serves {name})")
+        return Check("model", True, f"{choice.describe()} from {_resolve_transformers_source(choice)}")
+    except CourseSettingError as err:
+        return Check("model", False, str(err))
+
+
+def _offline() -> Check:
+    offline = hub_offline()
+    detail = "HF_HUB_OFFLINE=1: nothing reaches a model hub" if offline else (
+        "hub access is on (a Hugging Face model was chosen)")
+    return Check("offline mode", True, detail)
+
+
+def _gpt2() -> Check:
+    from course.assets import AssetError, load_gpt2_like_langchain
+
+    try:
+        load_gpt2_like_langchain()
+    except AssetError as err:
+        return Check("GPT-2 tokenizer", False, str(err))
+    import warnings
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        count = FakeListChatModel(responses=[""]).get_num_tokens("Hello world")
+    if count != 2:
+        return Check("GPT-2 tokenizer", False, f"LangChain's fallback counts {count} tokens in "
+                     "'Hello world', not 2. Fix: run `python -m course prepare`.")
+    return Check("GPT-2 tokenizer", True, "'Hello world' -> [15496, 995]; LangChain's fallback counts 2")
+
+
+def _widgets() -> Check:
+    candidates = [Path(sys.prefix) / WIDGETS_EXTENSION, Path(sys.base_prefix) / WIDGETS_EXTENSION]
+    for path in candidates:
+        if (path / "package.json").is_file():
+            return Check("widgets extension", True, f"@jupyter-widgets/jupyterlab-manager at {path}")
+    return Check("widgets extension", False, "JupyterLab's widget manager is not installed, "
+                 "widgets would show as text. Fix: run `make install` (it installs ipywidgets).")
+
+
+def run_checks() -> list[Check]:
+    """Run every check, in the order the report prints them."""
+    return [_python(), _libraries(), _model(), _offline(), _gpt2(), _widgets()]
+
+
+def report() -> bool:
+    """Print the report; True when every check passed."""
+    checks = run_checks()
+    for check in checks:
+        print(check.line())
+    failed = [c for c in checks if not c.ok]
+    print(f"{len(checks) - len(failed)} of {len(checks)} checks passed" +
+          ("" if not failed else f"; fix: {', '.join(c.name for c in failed)}"))
+    return not failed

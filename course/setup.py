@@ -1,0 +1,44 @@
+"""Reproducibility switches for a notebook, in one helper called once at the top.
+
+``setup_notebook()`` seeds Python, NumPy and torch, keeps torch on the cores the machine has,
+quiets library warnings that say nothing to a student (the progress bars stay), and returns
+the active model choice so the first cell can print it. It does not load a model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import warnings
+
+from course.settings import ModelChoice, active_model
+
+DEFAULT_SEED = 0
+
+
+def setup_notebook(seed: int = DEFAULT_SEED, quiet: bool = True) -> ModelChoice:
+    """Seed every generator, set quiet logging, and return the active model choice."""
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # pragma: no cover - numpy comes with torch
+        pass
+    import torch
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+    if quiet:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=".*fallback GPT-2 tokenizer.*")
+        warnings.filterwarnings("ignore", message=".*generation flags are not valid.*")
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        logging.getLogger("smolagents").setLevel(logging.WARNING)
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+    return active_model()

@@ -1,0 +1,107 @@
+"""Execute a notebook in a fresh kernel with nbclient, offline, and read its outputs by cell.
+
+A test names the cells that carry the lesson by cell id or tag and asserts on their text::
+
+    run = execute_notebook("06_trimming.ipynb")
+    assert "kept 4 messages, 32 tokens" in run.text("worked-example")
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CELL_TIMEOUT_S = 240
+
+
+@dataclass
+class ExecutedNotebook:
+    """A notebook after a fresh run, with helpers to read one cell's outputs."""
+
+    name: str
+    nb: nbformat.NotebookNode
+    seconds: float
+
+    def cells(self, key: str) -> list[nbformat.NotebookNode]:
+        found = [
+            c for c in self.nb.cells
+            if c.get("id") == key or key in c.get("metadata", {}).get("tags", [])
+        ]
+        if not found:
+            raise KeyError(f"{self.name}: no cell with id or tag {key!r}")
+        return found
+
+    def text(self, key: str) -> str:
+        """All text a student sees under the cell(s): streams, plain-text results, errors."""
+        parts = []
+        for cell in self.cells(key):
+            for out in cell.get("outputs", []):
+                if out.output_type == "stream":
+                    parts.append(out.text)
+                elif out.output_type in ("execute_result", "display_data"):
+                    data = out.get("data", {})
+                    parts.append(data.get("text/plain", ""))
+                    if "text/html" in data:
+                        parts.append(data["text/html"])
+                elif out.output_type == "error":
+                    parts.append(f"{out.ename}: {out.evalue}")
+        return "\n".join(parts)
+
+    def has_image(self, key: str) -> bool:
+        return any(
+            "image/png" in out.get("data", {})
+            for cell in self.cells(key) for out in cell.get("outputs", [])
+        )
+
+    def has_widget(self, key: str) -> bool:
+        return any(
+            "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+            for cell in self.cells(key) for out in cell.get("outputs", [])
+        )
+
+    def all_text(self) -> str:
+        return "\n".join(self.text(c.id) for c in self.nb.cells if c.cell_type == "code")
+
+
+def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a notebook kernel under test: offline, the bundled model, Agg plots."""
+    env = dict(os.environ)
+    env.pop("COURSE_MODEL", None)
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
+                "PYDEVD_DISABLE_FILE_VALIDATION": "1", "TOKENIZERS_PARALLELISM": "false"})
+    env.update(extra or {})
+    return env
+
+
+def run_notebook(path: Path, env: dict[str, str] | None = None,
+                 timeout: int = CELL_TIMEOUT_S) -> ExecutedNotebook:
+    """Execute ``path`` top to bottom in a fresh kernel (cwd: its folder); errors raise."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    start = time.perf_counter()
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(kernel_env(env))
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return ExecutedNotebook(path.name, nb, time.perf_counter() - start)
+
+
+@cache
+def execute_notebook(name: str) -> ExecutedNotebook:
+    """Run ``notebooks/<name>`` once per test process and keep the result for every test."""
+    return run_notebook(NOTEBOOKS / name)

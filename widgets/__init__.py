@@ -1,0 +1,1 @@
+"""ipywidgets for the workbook: one module per widget; each renders records from ``course``."""
