@@ -39,7 +39,7 @@ lab: assets
 		--ServerApp.root_dir=notebooks 00_start_here.ipynb
 
 test: assets
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
