@@ -28,7 +28,13 @@ def test_bad_setting_names_the_setting_and_the_fix(value):
     assert "COURSE_MODEL" in str(err.value) and "Fix" in str(err.value)
 
 
+# "Fast" here means no hub retries (those take minutes); the bounds are generous on purpose.
+NO_RETRIES_S = 30
+
+
 def test_unknown_hub_id_offline_fails_fast(monkeypatch):
+    import transformers  # noqa: F401  - import time is not what is measured
+
     from course import models
 
     monkeypatch.setenv("COURSE_MODEL", "nobody/no-such-model-xyz")
@@ -36,17 +42,19 @@ def test_unknown_hub_id_offline_fails_fast(monkeypatch):
     start = time.perf_counter()
     with pytest.raises(CourseSettingError, match="COURSE_MODEL='nobody/no-such-model-xyz'"):
         models.load_local_model()
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < NO_RETRIES_S
 
 
 def test_unreachable_server_fails_fast(monkeypatch):
+    import smolagents  # noqa: F401
+
     from course import models
 
     monkeypatch.setenv("COURSE_MODEL", "http://127.0.0.1:9/v1")
     start = time.perf_counter()
     with pytest.raises(CourseSettingError, match="did not answer"):
         models.smolagents_model()
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < NO_RETRIES_S
 
 
 def test_server_setting_maps_to_the_openai_classes(monkeypatch):
