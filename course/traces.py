@@ -1,0 +1,462 @@
+"""Traces of agent runs: what the model wrote, what ran, what came back, and what it cost.
+
+A :class:`Run` is a task, the model that worked on it, the tools it had, and its
+:class:`Step` records. A step holds the model's output (its thought and its code), the tool calls
+the code makes, the observation the runtime appended, the error if any, and the step's input and
+output tokens, with a label saying where those figures come from (``figures``).
+
+API (stable; later chapters import it):
+
+- ``Step(number, thought="", code="", tool_calls=[], observation="", error=None,
+  input_tokens=None, output_tokens=None, duration_s=None, figures="measured",
+  model_output="", is_final_answer=False, measured_input_tokens=None,
+  measured_output_tokens=None)``
+- ``ToolCall(name, arguments)``: one call of a tool found in a step's code.
+- ``Run(task, model_id, steps, tools=[], final_answer=None, source="measured", title="",
+  additional_args={}, total_input_tokens_reported=None, total_output_tokens_reported=None,
+  notes="")``; properties ``total_input_tokens``, ``total_output_tokens``,
+  ``cumulative_input_tokens``, ``prompt_tokens``; methods ``to_dict()``, ``from_dict(d)``,
+  ``model_outputs()``, ``tool_names_called()``, ``summary()``, ``_repr_html_()``.
+- ``save_run(run, path)``, ``load_run(path)``, ``run_from_json(text, where="")``: JSON on disk.
+  A malformed or truncated file raises :class:`TraceError` naming the field and the fix.
+- ``run_from_smolagents(agent, task=None, figures="measured", model_id=None, title="")``:
+  convert ``agent.memory.steps`` after any live or replayed run.
+- ``tool_calls_in_code(code, tool_names)``: the tool calls a code action makes (read from its
+  syntax tree; calls inside strings do not count).
+- ``split_thought_and_code(text)``: split a CodeAgent model output into thought and code.
+- ``FIGURE_LABELS``: the allowed ``figures`` / ``source`` labels.
+
+Labels: ``"measured"`` (counted on this machine), ``"recorded"`` (published figures of a run
+we cannot repeat here), ``"reconstructed from the note"`` (steps written from a course note's
+description, with its figures), ``"written for the course"`` (an ideal trajectory).
+
+What this module does not do: run agents (see :mod:`course.replay`), judge trajectories (see
+:mod:`course.evaluation`), or keep images (an image observation is kept as its text summary).
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FIGURE_LABELS = ("measured", "recorded", "reconstructed from the note", "written for the course")
+TRACE_FORMAT_VERSION = 1
+
+
+class TraceError(ValueError):
+    """A trace is malformed; the message names the field (e.g. ``steps[2].code``) and the fix."""
+
+
+@dataclass
+class ToolCall:
+    """One call of a tool made by a step's code: the tool's name and its literal arguments."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+        return f"{self.name}({args})"
+
+
+@dataclass
+class Step:
+    """One step of an agent: think, write code, run it, observe."""
+
+    number: int
+    thought: str = ""
+    code: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observation: str = ""
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    duration_s: float | None = None
+    figures: str = "measured"
+    model_output: str = ""
+    is_final_answer: bool = False
+    measured_input_tokens: int | None = None
+    measured_output_tokens: int | None = None
+
+    def tool_names(self) -> list[str]:
+        """Names of the tools this step's code calls, in order."""
+        return [call.name for call in self.tool_calls]
+
+
+@dataclass
+class Run:
+    """A task, the model that worked on it, the tools it had, and its steps."""
+
+    task: str
+    model_id: str
+    steps: list[Step] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    final_answer: str | None = None
+    source: str = "measured"
+    title: str = ""
+    additional_args: dict[str, Any] = field(default_factory=dict)
+    total_input_tokens_reported: int | None = None
+    total_output_tokens_reported: int | None = None
+    notes: str = ""
+
+    # ----- figures -----
+    @property
+    def total_input_tokens(self) -> int | None:
+        """Input tokens of the whole run: the reported total, else the sum over steps."""
+        if self.total_input_tokens_reported is not None:
+            return self.total_input_tokens_reported
+        values = [s.input_tokens for s in self.steps]
+        return None if not values or None in values else sum(values)  # type: ignore[arg-type]
+
+    @property
+    def total_output_tokens(self) -> int | None:
+        """Output tokens of the whole run: the reported total, else the sum over steps."""
+        if self.total_output_tokens_reported is not None:
+            return self.total_output_tokens_reported
+        values = [s.output_tokens for s in self.steps]
+        return None if not values or None in values else sum(values)  # type: ignore[arg-type]
+
+    @property
+    def prompt_tokens(self) -> list[int | None]:
+        """Input (prompt) tokens per step, as the figures label says."""
+        return [s.input_tokens for s in self.steps]
+
+    @property
+    def cumulative_input_tokens(self) -> list[int | None]:
+        """Running total of input tokens after each step (None once a step has no figure)."""
+        out: list[int | None] = []
+        total: int | None = 0
+        for step in self.steps:
+            total = None if total is None or step.input_tokens is None else total + step.input_tokens
+            out.append(total)
+        return out
+
+    def model_outputs(self) -> list[str]:
+        """The raw model output of every step, in order (what a replay returns)."""
+        return [s.model_output or _join_thought_and_code(s.thought, s.code) for s in self.steps]
+
+    def tool_names_called(self) -> list[str]:
+        """Every tool call of the run, in order (code agents: read from each step's code)."""
+        return [name for step in self.steps for name in step.tool_names()]
+
+    def summary(self) -> str:
+        """A few plain lines: task, steps, tools called, tokens, answer."""
+        tin, tout = self.total_input_tokens, self.total_output_tokens
+        lines = [
+            f"{self.title or 'run'} [{self.source}] model: {self.model_id}",
+            f"task: {self.task.splitlines()[0] if self.task else ''}",
+            f"steps: {len(self.steps)}; tools called: {', '.join(self.tool_names_called()) or 'none'}",
+            f"tokens: {tin if tin is not None else '?'} in / {tout if tout is not None else '?'} out",
+            f"final answer: {self.final_answer}",
+        ]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"Run(title={self.title!r}, source={self.source!r}, model_id={self.model_id!r}, "
+                f"steps={len(self.steps)}, final_answer={self.final_answer!r})")
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{s.number}</td><td>{html.escape(', '.join(s.tool_names()) or '-')}</td>"
+            f"<td>{_fmt(s.input_tokens)}</td><td>{_fmt(s.output_tokens)}</td>"
+            f"<td>{_fmt(s.measured_input_tokens)}</td><td>{'error' if s.error else ''}</td></tr>"
+            for s in self.steps
+        )
+        return (
+            f"<b>{html.escape(self.title or 'run')}</b> <i>[{html.escape(self.source)}]</i> "
+            f"{html.escape(self.model_id)}<br>task: {html.escape(self.task)}<br>"
+            "<table><tr><th>step</th><th>tools</th><th>input tokens</th><th>output tokens</th>"
+            f"<th>measured prompt</th><th></th></tr>{rows}</table>"
+            f"final answer: {html.escape(str(self.final_answer))}"
+        )
+
+    # ----- JSON -----
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the file format of :func:`save_run`)."""
+        data = asdict(self)
+        data["format_version"] = TRACE_FORMAT_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> Run:
+        """Build a Run from :meth:`to_dict` output; raise :class:`TraceError` naming a bad field."""
+        return _run_from_dict(data, where)
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+# ----- validation -----
+_RUN_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    # name: (types, required)
+    "task": (str, True),
+    "model_id": (str, True),
+    "steps": (list, True),
+    "tools": (list, False),
+    "final_answer": ((str, type(None)), False),
+    "source": (str, False),
+    "title": (str, False),
+    "additional_args": (dict, False),
+    "total_input_tokens_reported": ((int, type(None)), False),
+    "total_output_tokens_reported": ((int, type(None)), False),
+    "notes": (str, False),
+}
+_STEP_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "number": (int, True),
+    "thought": (str, False),
+    "code": (str, False),
+    "tool_calls": (list, False),
+    "observation": (str, False),
+    "error": ((str, type(None)), False),
+    "input_tokens": ((int, type(None)), False),
+    "output_tokens": ((int, type(None)), False),
+    "duration_s": ((int, float, type(None)), False),
+    "figures": (str, False),
+    "model_output": (str, False),
+    "is_final_answer": (bool, False),
+    "measured_input_tokens": ((int, type(None)), False),
+    "measured_output_tokens": ((int, type(None)), False),
+}
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    names = {"str": "a string", "int": "an integer", "list": "a list", "dict": "an object",
+             "float": "a number", "bool": "true/false", "NoneType": "null"}
+    return " or ".join(names.get(t.__name__, t.__name__) for t in types)
+
+
+def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
+    prefix = f"{where}: " if where else ""
+    if not isinstance(data, dict):
+        raise TraceError(f"{prefix}{path or 'the trace'} must be a JSON object, got "
+                         f"{type(data).__name__}. Fix: save it with course.traces.save_run().")
+    for name, (types, required) in spec.items():
+        key = f"{path}.{name}" if path else name
+        if name not in data:
+            if required:
+                raise TraceError(f"{prefix}field '{key}' is missing. Fix: add it (the trace may "
+                                 "be truncated; re-save it with course.traces.save_run()).")
+            continue
+        value = data[name]
+        bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in (
+            types if isinstance(types, tuple) else (types,)))
+        if bad:
+            raise TraceError(f"{prefix}field '{key}' must be {_type_name(types)}, got "
+                             f"{type(value).__name__} {value!r:.60}. Fix: correct that field.")
+    unknown = set(data) - set(spec) - {"format_version"}
+    if unknown:
+        raise TraceError(f"{prefix}unknown field(s) {sorted(unknown)} in {path or 'the trace'}. "
+                         "Fix: remove them or check the spelling.")
+
+
+def _run_from_dict(data: Any, where: str = "") -> Run:
+    prefix = f"{where}: " if where else ""
+    _check_fields(data, _RUN_FIELDS, "", where)
+    steps: list[Step] = []
+    for i, raw in enumerate(data["steps"]):
+        path = f"steps[{i}]"
+        _check_fields(raw, _STEP_FIELDS, path, where)
+        calls = []
+        for j, call in enumerate(raw.get("tool_calls", [])):
+            cpath = f"{path}.tool_calls[{j}]"
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                raise TraceError(f"{prefix}field '{cpath}.name' must be a string. Fix: each tool "
+                                 "call is {\"name\": ..., \"arguments\": {...}}.")
+            if not isinstance(call.get("arguments", {}), dict):
+                raise TraceError(f"{prefix}field '{cpath}.arguments' must be an object.")
+            calls.append(ToolCall(call["name"], dict(call.get("arguments", {}))))
+        figures = raw.get("figures", "measured")
+        if figures not in FIGURE_LABELS:
+            raise TraceError(f"{prefix}field '{path}.figures' is {figures!r}; it must be one of "
+                             f"{list(FIGURE_LABELS)}.")
+        for name in ("input_tokens", "output_tokens", "measured_input_tokens",
+                     "measured_output_tokens"):
+            if raw.get(name) is not None and raw[name] < 0:
+                raise TraceError(f"{prefix}field '{path}.{name}' is negative ({raw[name]}).")
+        if raw["number"] != i + 1:
+            raise TraceError(f"{prefix}field '{path}.number' is {raw['number']}, expected {i + 1}: "
+                             "steps are numbered 1, 2, 3... in order. Fix: renumber them.")
+        kwargs = {k: v for k, v in raw.items() if k != "tool_calls"}
+        steps.append(Step(tool_calls=calls, **kwargs))
+    source = data.get("source", "measured")
+    if source not in FIGURE_LABELS:
+        raise TraceError(f"{prefix}field 'source' is {source!r}; it must be one of "
+                         f"{list(FIGURE_LABELS)}.")
+    if not all(isinstance(t, str) for t in data.get("tools", [])):
+        raise TraceError(f"{prefix}field 'tools' must be a list of tool names (strings).")
+    kwargs = {k: v for k, v in data.items() if k not in ("steps", "format_version")}
+    return Run(steps=steps, **kwargs)
+
+
+def save_run(run: Run, path: str | Path) -> Path:
+    """Write ``run`` as indented JSON (UTF-8) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def run_from_json(text: str, where: str = "") -> Run:
+    """Parse a trace from JSON text; a syntax error or a bad field raises :class:`TraceError`."""
+    prefix = f"{where}: " if where else ""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TraceError(f"{prefix}not valid JSON ({err.msg} at line {err.lineno}, column "
+                         f"{err.colno}); the file may be truncated. Fix: re-save the trace with "
+                         "course.traces.save_run().") from err
+    return _run_from_dict(data, where)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a trace saved by :func:`save_run`; errors name the file and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{path}: no such trace file. Fix: check the path "
+                         "(course/data/recordings/ holds the shipped ones).")
+    return run_from_json(path.read_text(encoding="utf-8"), where=str(path.name))
+
+
+# ----- code actions -----
+_THOUGHT_PREFIX = re.compile(r"^\s*(Thought|Thoughts)\s*:\s*", re.IGNORECASE)
+_CODE_BLOCK = re.compile(r"<code>\s*\n?(.*?)\n?\s*</code>|```(?:python|py)\s*\n(.*?)\n```", re.S)
+
+
+def split_thought_and_code(text: str) -> tuple[str, str]:
+    """Split a CodeAgent model output into (thought, code); code is '' when there is none."""
+    match = _CODE_BLOCK.search(text or "")
+    if not match:
+        return _THOUGHT_PREFIX.sub("", (text or "").strip()), ""
+    code = (match.group(1) if match.group(1) is not None else match.group(2)).strip("\n")
+    thought = _THOUGHT_PREFIX.sub("", text[: match.start()].strip())
+    return thought.strip(), code
+
+
+def _join_thought_and_code(thought: str, code: str) -> str:
+    """The model output format smolagents' CodeAgent parses: a thought, then a <code> block."""
+    return f"Thought: {thought.strip()}\n<code>\n{code.strip()}\n</code>"
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return f"<{ast.unparse(node)}>"
+
+
+def tool_calls_in_code(code: str, tool_names: list[str] | tuple[str, ...] | set[str]) -> list[ToolCall]:
+    """Calls of the named tools in ``code``, in source order, with literal arguments.
+
+    Read from the syntax tree, so a tool name inside a string is not a call. Positional
+    arguments are kept under ``"_0"``, ``"_1"``...; a non-literal argument is kept as
+    ``"<expression>"``. Code that does not parse gives no calls.
+    """
+    try:
+        tree = ast.parse(code or "")
+    except SyntaxError:
+        return []
+    names = set(tool_names)
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            args = {f"_{i}": _literal(a) for i, a in enumerate(node.args)}
+            args.update({kw.arg or "**": _literal(kw.value) for kw in node.keywords})
+            calls.append((node.lineno, node.col_offset, ToolCall(node.func.id, args)))
+    return [call for *_, call in sorted(calls, key=lambda c: (c[0], c[1]))]
+
+
+# ----- smolagents -----
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "measured",
+                        model_id: str | None = None, title: str = "") -> Run:
+    """Convert a smolagents agent's memory (``agent.memory.steps``) into a :class:`Run`.
+
+    Token figures come from each step's ``token_usage`` (what the model object reported);
+    ``figures`` labels them. Tool calls are read from each step's code; planning steps are
+    skipped. Works after ``agent.run(...)`` for a live model or a replay.
+    """
+    from smolagents.memory import ActionStep, TaskStep
+
+    if figures not in FIGURE_LABELS:
+        raise TraceError(f"figures={figures!r}: must be one of {list(FIGURE_LABELS)}.")
+    tool_names = [name for name in getattr(agent, "tools", {}) if name != "final_answer"]
+    all_tools = [*tool_names, "final_answer"]
+    steps: list[Step] = []
+    found_task = task
+    final_answer = None
+    for memory_step in agent.memory.steps:
+        if isinstance(memory_step, TaskStep) and found_task is None:
+            found_task = memory_step.task
+        if not isinstance(memory_step, ActionStep):
+            continue
+        output = memory_step.model_output if isinstance(memory_step.model_output, str) else _text_of(
+            memory_step.model_output)
+        thought, code = split_thought_and_code(output or "")
+        code = memory_step.code_action or code
+        usage = memory_step.token_usage
+        timing = memory_step.timing
+        duration = getattr(timing, "duration", None) if timing is not None else None
+        error = None
+        if memory_step.error is not None:
+            error = f"{type(memory_step.error).__name__}: {memory_step.error.message}" if hasattr(
+                memory_step.error, "message") else str(memory_step.error)
+        if memory_step.is_final_answer:
+            final_answer = _describe_output(memory_step.action_output)
+        steps.append(Step(
+            number=len(steps) + 1,
+            thought=thought,
+            code=code or "",
+            tool_calls=tool_calls_in_code(code or "", all_tools),
+            observation=memory_step.observations or "",
+            error=error,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            duration_s=round(duration, 3) if duration is not None else None,
+            figures=figures,
+            model_output=output or "",
+            is_final_answer=bool(memory_step.is_final_answer),
+        ))
+    model = getattr(agent, "model", None)
+    return Run(
+        task=found_task or "",
+        model_id=model_id or str(getattr(model, "model_id", None) or type(model).__name__),
+        steps=steps,
+        tools=tool_names,
+        final_answer=final_answer,
+        source=figures,
+        title=title,
+    )
+
+
+def _describe_output(value: Any) -> str | None:
+    """A final answer as text; an image becomes a short description naming its size."""
+    if value is None:
+        return None
+    try:
+        from PIL import Image
+
+        image = value if isinstance(value, Image.Image) else getattr(value, "_raw", None)
+        if isinstance(image, Image.Image) or type(value).__name__ == "AgentImage":
+            raw = value.to_raw() if hasattr(value, "to_raw") else image
+            size = getattr(raw, "size", None)
+            path = getattr(value, "_path", None)
+            return f"<image {size[0]}x{size[1]}{' ' + str(path) if path else ''}>" if size else "<image>"
+    except ImportError:  # pragma: no cover - pillow comes with smolagents
+        pass
+    return str(value)

@@ -1,0 +1,134 @@
+"""Replays run through the real CodeAgent and executor; measured prompts grow every step."""
+
+import itertools
+from pathlib import Path
+
+import pytest
+from smolagents.models import ChatMessage, MessageRole
+
+from course.replay import ReplayExhausted, ReplayModel, replay_run
+from course.traces import Run, Step, TraceError, load_run
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+NAMES = ["weather_note", "bond_note", "debug_note", "bond_reference_72b", "debug_reference_72b",
+         "bond_ideal_react"]
+
+
+@pytest.fixture(scope="module")
+def note_and_reference_replays():
+    return {name: replay_run(load_run(RECORDINGS / f"{name}.json")) for name in NAMES}
+
+
+def test_weather_replay_takes_three_steps_and_glues_the_sources(note_and_reference_replays):
+    weather = note_and_reference_replays["weather_note"]
+    assert len(weather.trace.steps) == 3
+    assert weather.answer == "Clear sky, around 13-16°C" == weather.trace.final_answer
+    queries = [c["query"] for c in weather.tools["web_search"].calls]
+    assert queries == ["current weather in Paris", "current weather in Paris, France"]
+    first, second = (s.observation for s in weather.trace.steps[:2])
+    assert "Orbit Mobile Community" in first and "weather" not in first.lower().split("current")[0]
+    assert "13 °C, partly cloudy" in second and "clear sky, +16°" in second
+
+
+def test_bond_replay_draws_once_and_never_searches(note_and_reference_replays):
+    bond = note_and_reference_replays["bond_note"]
+    assert len(bond.trace.steps) == 1
+    assert bond.tools["web_search"].calls == []
+    (call,) = bond.tools["image_generator"].calls
+    assert call["prompt"].startswith("James Bond's car from the latest Bond movie, high-res, photorealistic")
+    assert bond.trace.final_answer.startswith("<image 512x320")
+
+
+def test_debug_replay_passes_the_script_and_never_runs_it(note_and_reference_replays):
+    debug = note_and_reference_replays["debug_note"]
+    assert debug.agent.state["code"].startswith("numbers=[0, 1, 2]")  # additional_args reached the executor
+    assert len(debug.trace.steps) == 1 and debug.trace.steps[0].error is None
+    assert "numbers[i]" in debug.answer and "range(len(numbers))" in debug.answer
+    assert "0\n1\n2" not in debug.trace.steps[0].observation  # nothing printed the list
+
+
+def test_72b_debug_reference_fails_then_fixes_for_real(note_and_reference_replays):
+    ref = note_and_reference_replays["debug_reference_72b"]
+    assert len(ref.trace.steps) == 3
+    assert "IndexError" in ref.trace.steps[0].error and ref.trace.steps[1].error is None
+    assert "0\n1\n2" in ref.trace.steps[1].observation
+
+
+def test_measured_prompts_grow_and_sit_beside_recorded(note_and_reference_replays):
+    for name, replay in note_and_reference_replays.items():
+        measured = [s.measured_input_tokens for s in replay.trace.steps]
+        assert all(isinstance(m, int) and m > 1000 for m in measured), name
+        assert all(b > a for a, b in itertools.pairwise(measured)), name
+    weather = note_and_reference_replays["weather_note"]
+    assert [s.input_tokens for s in weather.trace.steps] == [2083, 3345, 4100]
+    table = weather.token_table()
+    assert "reconstructed from the note" in table and "measured" in table and "9528" in table
+
+
+def test_replay_model_cuts_at_stop_sequences_and_runs_out_clearly():
+    model = ReplayModel(["Thought: x\n<code>\nprint(1)\n</code>"])
+    message = model.generate([ChatMessage(role=MessageRole.USER, content="hi")], stop_sequences=["</code>"])
+    assert message.content == "Thought: x\n<code>\nprint(1)\n"
+    with pytest.raises(ReplayExhausted, match="has 1 model output"):
+        model.generate([], stop_sequences=None)
+    with pytest.raises(ValueError, match="non-empty"):
+        ReplayModel([])
+
+
+def test_replay_rejects_bad_input():
+    with pytest.raises(TypeError, match=r"course\.traces\.Run"):
+        replay_run({"task": "x"})
+    with pytest.raises(TraceError, match="'steps' is empty"):
+        replay_run(Run("t", "m", []))
+
+
+def test_replay_without_tokenizer_measures_nothing():
+    run = Run("t", "m", [Step(1, thought="done", code="final_answer(3)", is_final_answer=True)])
+    replay = replay_run(run, tokenizer=None)
+    assert replay.answer == 3 and replay.trace.steps[0].measured_input_tokens is None
+
+
+# ----- the offline tools -----
+def test_search_interface_and_naive_ranking():
+    from course.offline_tools import OfflineWebSearchTool, load_corpus
+
+    tool = OfflineWebSearchTool()
+    assert (tool.name, tool.inputs["query"]["type"], tool.output_type) == ("web_search", "string", "string")
+    first = tool("current weather in Paris")
+    assert first.startswith("## Search Results\n\n[") and first.count("Orbit Mobile Community") == 3
+    titles = [p.title for p in tool.search("current weather in Paris, France")]
+    assert "MeteoCity" in titles[0] and "SkyReport" in titles[1]
+    assert any("Aston Martin DB5" in p.description for p in tool.search("car James Bond latest movie"))
+    assert tool.calls == [{"query": "current weather in Paris"}]
+    with pytest.raises(Exception, match="No results found"):
+        tool("zzzz qqqq")
+    with pytest.raises(ValueError, match="non-empty"):
+        tool("  ")
+    assert len(load_corpus()) >= 8
+
+
+def test_bad_corpus_names_the_field(tmp_path):
+    from course.offline_tools import load_corpus
+
+    path = tmp_path / "c.json"
+    path.write_text('{"pages": [{"title": "t", "link": "l"}]}')
+    with pytest.raises(ValueError, match=r"pages\[0\]\.description"):
+        load_corpus(path)
+
+
+def test_image_tool_draws_a_real_png(tmp_path):
+    from PIL import Image
+
+    from course.offline_tools import OfflineImageTool, make_tools
+
+    tool = OfflineImageTool(out_dir=tmp_path)
+    image = tool("Aston Martin DB5")
+    (call,) = tool.calls
+    with Image.open(call["path"]) as saved:
+        assert saved.format == "PNG" and saved.size == image.size == (512, 320)
+    assert call["prompt"] == "Aston Martin DB5"
+    assert [t.name for t in make_tools(["web_search", "text_to_image"])] == ["web_search", "text_to_image"]
+    with pytest.raises(ValueError, match="no tool named"):
+        make_tools(["calculator"])
+    with pytest.raises(ValueError, match="non-empty prompt"):
+        tool("")

@@ -1,0 +1,111 @@
+"""The trace stepper in pure Python: navigation changes the view; bad traces never draw."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from course.evaluation import Flag
+from course.traces import Run, Step, TraceError, save_run
+from widgets.trace_stepper import TraceStepper, prompt_tokens_figure
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+
+
+def three_steps() -> Run:
+    return Run("find it", "m", [
+        Step(1, thought="look", code="print(web_search(query='a'))", observation="first page",
+             input_tokens=100, output_tokens=5, measured_input_tokens=90, measured_output_tokens=4),
+        Step(2, thought="again", code="print(web_search(query='b'))", observation="second page",
+             error="ValueError: boom", input_tokens=150, output_tokens=6, measured_input_tokens=140,
+             measured_output_tokens=5),
+        Step(3, thought="done", code="final_answer('x')", observation="x", input_tokens=210,
+             output_tokens=7, is_final_answer=True, measured_input_tokens=190, measured_output_tokens=6),
+    ], tools=["web_search"], final_answer="x", title="demo", source="recorded")
+
+
+def test_stepping_forward_and_back_changes_what_is_shown():
+    stepper = TraceStepper(three_steps(), flags=[Flag("some check", 2, "looks wrong"),
+                                                 Flag("run check", None, "whole run")])
+    assert stepper.step_number == 1 and "first page" in stepper.view.value
+    assert stepper.previous_button.disabled and not stepper.next_button.disabled
+    stepper.next()
+    assert stepper.step_number == 2 and stepper.slider.value == 2
+    html = stepper.view.value
+    assert "second page" in html and "first page" not in html and "boom" in html
+    assert "looks wrong" in html and "whole run" in html
+    assert "input 150" in html and "cumulative input 250" in html and "cumulative 230" in html
+    stepper.next()
+    stepper.next()  # stays on the last step
+    assert stepper.step_number == 3 and stepper.next_button.disabled
+    assert "looks wrong" not in stepper.view.value and "whole run" in stepper.view.value
+    stepper.previous()
+    assert stepper.step_number == 2
+
+
+def test_slider_range_is_the_number_of_steps_and_drives_the_view():
+    stepper = TraceStepper(three_steps(), flags=[])
+    assert (stepper.slider.min, stepper.slider.max) == (1, 3)
+    stepper.slider.value = 3  # what dragging the slider does
+    assert stepper.step_number == 3 and "final answer" in stepper.view.value
+    stepper.next_button.click()
+    assert stepper.step_number == 3
+    stepper.previous_button.click()
+    assert stepper.step_number == 2
+
+
+def test_code_is_highlighted_and_text_view_matches():
+    stepper = TraceStepper(three_steps(), flags=[])
+    assert "<span style=" in stepper.view.value  # pygments inline colours
+    text = stepper.step_text(2)
+    assert text.startswith("step 2 of 3 [measured]") or text.startswith("step 2 of 3 [")
+    assert "error:\nValueError: boom" in text and "flags: none" in text
+
+
+def test_flags_default_to_the_trajectory_checks():
+    run = three_steps()
+    run.task = "Generate a photo"
+    run.tools = ["image_generator"]
+    stepper = TraceStepper(run)
+    assert any(f.check == "relevant tool never called" for f in stepper.flags)
+
+
+def test_plot_and_widget():
+    stepper = TraceStepper(three_steps(), flags=[])
+    assert stepper.plot_png().startswith(b"\x89PNG")
+    assert "<img src='data:image/png;base64," in stepper.plot_view.value
+    bundle = stepper._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "step 1 of 3" in bundle["text/plain"]
+    fig = prompt_tokens_figure([three_steps()])
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == ["demo: recorded", "demo: measured here"]
+
+
+def test_works_on_a_recorded_file_and_a_saved_live_trace(tmp_path):
+    stepper = TraceStepper(RECORDINGS / "weather_note.json")
+    assert stepper.slider.max == 3
+    live = TraceStepper(RECORDINGS / "live_smollm2_weather.json")
+    assert live.run.source == "measured" and live.slider.max == len(live.run.steps)
+    path = save_run(three_steps(), tmp_path / "t.json")
+    assert TraceStepper(path, flags=[]).n_steps == 3
+
+
+def test_bad_traces_raise_before_any_widget(tmp_path):
+    truncated = tmp_path / "cut.json"
+    truncated.write_text((RECORDINGS / "weather_note.json").read_text()[:500])
+    with pytest.raises(TraceError, match=r"cut\.json: not valid JSON"):
+        TraceStepper(truncated)
+    data = three_steps().to_dict()
+    data["steps"][2]["code"] = 42
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(TraceError, match=r"steps\[2\]\.code"):
+        TraceStepper(bad)
+    run = three_steps()
+    run.steps[1].output_tokens = "six"  # broken in memory, not only on disk
+    with pytest.raises(TraceError, match=r"steps\[1\]\.output_tokens"):
+        TraceStepper(run)
+    with pytest.raises(TraceError, match="'steps' is empty"):
+        TraceStepper(Run("t", "m", []))
+    with pytest.raises(TraceError, match=r"needs a course\.traces\.Run"):
+        TraceStepper({"task": "t"})
