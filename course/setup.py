@@ -1,7 +1,8 @@
 """Reproducibility switches for a notebook, in one helper called once at the top.
 
-``setup_notebook()`` seeds Python, NumPy and torch, keeps torch on the cores the machine has,
-quiets library warnings that say nothing to a student (the progress bars stay), and returns
+``setup_notebook()`` seeds Python, NumPy and torch, sets torch's thread count
+(``COURSE_TORCH_THREADS``; the test harness sets 1, because two kernels share two cores and
+torch threads that compete for a core run several times slower), quiets library warnings that say nothing to a student (the progress bars stay), and returns
 the active model choice so the first cell can print it. It does not load a model.
 """
 
@@ -15,6 +16,7 @@ import warnings
 from course.settings import ModelChoice, active_model
 
 DEFAULT_SEED = 0
+THREADS_SETTING = "COURSE_TORCH_THREADS"
 
 
 def setup_notebook(seed: int = DEFAULT_SEED, quiet: bool = True) -> ModelChoice:
@@ -29,7 +31,9 @@ def setup_notebook(seed: int = DEFAULT_SEED, quiet: bool = True) -> ModelChoice:
     import torch
 
     torch.manual_seed(seed)
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+    wanted = os.environ.get(THREADS_SETTING)
+    threads = int(wanted) if wanted and wanted.isdigit() and int(wanted) > 0 else None
+    torch.set_num_threads(threads or max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
     if quiet:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         warnings.filterwarnings("ignore", category=DeprecationWarning)

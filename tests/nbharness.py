@@ -72,10 +72,12 @@ class ExecutedNotebook:
 
 
 def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a notebook kernel under test: offline, the bundled model, Agg plots."""
+    """The environment of a notebook kernel under test: offline, the bundled model, one torch
+    thread per kernel (two kernels share two cores), and the inline plot backend a student gets."""
     env = dict(os.environ)
-    env.pop("COURSE_MODEL", None)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
+    for name in ("COURSE_MODEL", "MPLBACKEND"):
+        env.pop(name, None)
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COURSE_TORCH_THREADS": "1",
                 "PYDEVD_DISABLE_FILE_VALIDATION": "1", "TOKENIZERS_PARALLELISM": "false"})
     env.update(extra or {})
     return env
