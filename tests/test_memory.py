@@ -1,0 +1,223 @@
+"""course.memory: graph builders, state rules, prompt rendering, persistence, next-token probability.
+
+The runtime tests use a *scripted* chat model (LangChain's FakeListChatModel): they are about the
+graph, the checkpointer and the prompt, not about what a model answers. The rendering and
+probability tests use the real bundled model.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from course import memory
+from course.memory import (
+    LanguageState,
+    PromptRecorder,
+    build_chat_graph,
+    checkpoint_history,
+    format_messages,
+    make_prompt,
+    read_thread_from_file,
+    render_prompt,
+    run_threads_concurrently,
+    saved_messages,
+    sqlite_checkpointer,
+    thread_config,
+)
+
+
+def scripted(*replies: str) -> FakeListChatModel:
+    return FakeListChatModel(responses=list(replies) or ["scripted reply"])
+
+
+def test_thread_config_shape_and_bad_input():
+    assert thread_config("abc123") == {"configurable": {"thread_id": "abc123"}}
+    for bad in ("", "  ", None, 7):
+        with pytest.raises(ValueError, match="thread_id"):
+            thread_config(bad)
+
+
+def test_make_prompt_puts_system_first_and_fills_fields():
+    prompt = make_prompt("Answer in {language}.")
+    assert set(prompt.input_variables) == {"language", "messages"}
+    out = prompt.invoke({"language": "Spanish", "messages": [HumanMessage("hi")]}).to_messages()
+    assert isinstance(out[0], SystemMessage) and out[0].content == "Answer in Spanish."
+    assert out[-1].content == "hi"
+    assert make_prompt().input_variables == ["messages"]
+    with pytest.raises(TypeError, match="system_template"):
+        make_prompt(123)
+
+
+def test_build_chat_graph_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="chat_model"):
+        build_chat_graph(None)
+    with pytest.raises(TypeError, match="transform"):
+        build_chat_graph(scripted(), transform="trim")
+
+
+def test_same_thread_continues_new_thread_starts_empty():
+    rec = PromptRecorder()
+    app = build_chat_graph(scripted("hello", "you are Bob", "no idea"), recorder=rec)
+    app.invoke({"messages": [HumanMessage("Hi! I'm Bob")]}, thread_config("a"))
+    app.invoke({"messages": [HumanMessage("What's my name?")]}, thread_config("a"))
+    assert [m.type for m in rec.last.messages] == ["human", "ai", "human"]
+    assert [m.content for m in saved_messages(app, "a")] == [
+        "Hi! I'm Bob", "hello", "What's my name?", "you are Bob"]
+    assert saved_messages(app, "b") == []
+    app.invoke({"messages": [HumanMessage("What's my name?")]}, thread_config("b"))
+    assert rec.last.roles() == ["human"] and "Bob" not in rec.last.prompt_text
+    assert len(rec) == 3 and "ModelCall(1 messages" in repr(rec.last)
+
+
+def test_checkpoints_three_per_turn():
+    app = build_chat_graph(scripted("x", "y"))
+    for text in ("one", "two"):
+        app.invoke({"messages": [HumanMessage(text)]}, thread_config("t"))
+    rows = checkpoint_history(app, "t")
+    assert [r["messages"] for r in rows] == [0, 1, 2, 2, 3, 4]
+    assert [r["step"] for r in rows] == [-1, 0, 1, 2, 3, 4]
+    assert len({r["checkpoint_id"] for r in rows}) == 6
+
+
+def test_language_field_persists_when_omitted_and_is_overwritten_when_passed():
+    rec = PromptRecorder()
+    app = build_chat_graph(scripted("hola", "Bob", "hello"), recorder=rec,
+                           system_template="Answer in {language}.", state_schema=LanguageState)
+    cfg = thread_config("abc456")
+    app.invoke({"messages": [HumanMessage("Hi! I'm Bob")], "language": "Spanish"}, cfg)
+    app.invoke({"messages": [HumanMessage("What's my name?")]}, cfg)
+    assert rec.last.messages[0].content == "Answer in Spanish."
+    assert app.get_state(cfg).values["language"] == "Spanish"
+    app.invoke({"messages": [HumanMessage("and now?")], "language": "English"}, cfg)
+    assert rec.last.messages[0].content == "Answer in English."
+    assert len(app.get_state(cfg).values["messages"]) == 6
+
+
+def test_missing_template_field_names_the_fix():
+    app = build_chat_graph(scripted(), system_template="Answer in {language}.",
+                           state_schema=LanguageState)
+    with pytest.raises(KeyError, match=r"language.*Fix"):
+        app.invoke({"messages": [HumanMessage("hi")]}, thread_config("t"))
+
+
+def test_transform_runs_before_the_system_message_is_added():
+    seen = []
+
+    def keep_last(messages):
+        seen.append([m.type for m in messages])
+        return messages[-1:]
+
+    rec = PromptRecorder()
+    app = build_chat_graph(scripted("a", "b"), system_template="Be brief.", transform=keep_last,
+                           recorder=rec)
+    for text in ("first", "second"):
+        app.invoke({"messages": [HumanMessage(text)]}, thread_config("t"))
+    assert seen == [["human"], ["human", "ai", "human"]]  # never a system message
+    assert [m.content for m in rec.last.messages] == ["Be brief.", "second"]
+    assert len(saved_messages(app, "t")) == 4  # the transform does not change what is saved
+
+
+def test_render_prompt_transcript_for_models_without_a_template():
+    text = render_prompt(scripted(), [SystemMessage("s"), HumanMessage("q"), AIMessage("a")])
+    assert text.splitlines() == [
+        "[transcript: this model renders the chat template on its server]",
+        "system: s", "user: q", "assistant: a"]
+
+
+def test_format_messages_and_recorder_errors():
+    text = format_messages([HumanMessage("x" * 100), AIMessage("ok")], width=20)
+    assert text.splitlines() == [" human: " + "x" * 17 + "...", "    ai: ok"]
+    with pytest.raises(LookupError, match="invoke the graph first"):
+        _ = PromptRecorder().last
+
+
+def test_sqlite_survives_a_new_process(tmp_path):
+    db = tmp_path / "memory.sqlite"
+    app = build_chat_graph(scripted("hello Bob", "you are Bob"), checkpointer=sqlite_checkpointer(db))
+    for text in ("Hi! I'm Bob", "What's my name?"):
+        app.invoke({"messages": [HumanMessage(text)]}, thread_config("bob"))
+    out = subprocess.run([sys.executable, "-m", "course.memory", "read", str(db), "bob"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [
+        {"type": "human", "content": "Hi! I'm Bob"}, {"type": "ai", "content": "hello Bob"},
+        {"type": "human", "content": "What's my name?"}, {"type": "ai", "content": "you are Bob"}]
+    assert read_thread_from_file(db, "nobody") == []
+    again = build_chat_graph(scripted(), checkpointer=sqlite_checkpointer(db))
+    assert len(saved_messages(again, "bob")) == 4
+
+
+def test_sqlite_bad_input(tmp_path):
+    with pytest.raises(IsADirectoryError):
+        sqlite_checkpointer(tmp_path)
+    with pytest.raises(FileNotFoundError, match="write a conversation first"):
+        read_thread_from_file(tmp_path / "missing.sqlite", "t")
+    out = subprocess.run([sys.executable, "-m", "course.memory"], capture_output=True, text=True)
+    assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_concurrent_threads_never_see_each_other(tmp_path):
+    rec = PromptRecorder()
+    app = build_chat_graph(scripted("ok"), checkpointer=sqlite_checkpointer(tmp_path / "c.sqlite"),
+                           recorder=rec)
+    conversations = {f"user{i}": [f"I am user {i}.", "Who am I?", "Bye."] for i in range(4)}
+    replies = run_threads_concurrently(app, conversations)
+    assert {k: len(v) for k, v in replies.items()} == {k: 3 for k in conversations}
+    for tid, sent in conversations.items():
+        humans = [m["content"] for m in read_thread_from_file(tmp_path / "c.sqlite", tid)
+                  if m["type"] == "human"]
+        assert humans == sent
+    assert len(rec) == 12
+    for call in rec.calls:
+        assert len({m.content for m in call.messages if m.content.startswith("I am user")}) == 1
+    with pytest.raises(ValueError, match="empty"):
+        run_threads_concurrently(app, {})
+
+
+def test_concurrent_error_is_raised_in_the_caller():
+    app = build_chat_graph(scripted(), system_template="{language}", state_schema=LanguageState)
+    with pytest.raises(KeyError):
+        run_threads_concurrently(app, {"a": ["hi"], "b": ["hi"]})
+
+
+# --- with the real bundled model -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def local():
+    from course.models import load_local_model
+
+    return load_local_model()
+
+
+def test_render_prompt_matches_the_chat_template(local):
+    from course.models import chat_model, text_generation_pipeline
+
+    chat = chat_model(text_generation_pipeline(max_new_tokens=2))
+    messages = [HumanMessage("Hi! I'm Bob"), AIMessage("Hello!"), HumanMessage("What's my name?")]
+    expected = local.render_chat([{"role": "user", "content": "Hi! I'm Bob"},
+                                  {"role": "assistant", "content": "Hello!"},
+                                  {"role": "user", "content": "What's my name?"}])
+    assert render_prompt(chat, messages) == expected
+
+
+def test_p_bob_rises_with_history(local):
+    alone = memory.next_token_probability(local, [HumanMessage("What's my name?")])
+    history = memory.next_token_probability(local, [
+        HumanMessage("Hi! I'm Bob"), AIMessage("Hello Bob! How can I assist you today?"),
+        HumanMessage("What's my name?")])
+    assert 0 < alone.probability < history.probability <= 1
+    assert history.probability / alone.probability > 10
+    assert history.rank < alone.rank and len(history.top) == 5
+    assert "P(' Bob'" in repr(history)
+    same = memory.next_token_probability(local, [{"role": "user", "content": "What's my name?"}])
+    assert same.probability == pytest.approx(alone.probability)
+
+
+def test_next_token_probability_bad_input(local):
+    with pytest.raises(ValueError, match="exactly one"):
+        memory.next_token_probability(local, [HumanMessage("hi")], target=" Bobby McBobface")
+    with pytest.raises(ValueError, match="empty"):
+        memory.next_token_probability(local, [])
