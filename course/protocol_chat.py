@@ -1,0 +1,93 @@
+"""A LangChain chat model that turns the local model's TEXT into native ``tool_calls``.
+
+``ChatHuggingFace`` over SmolLM2-135M does not produce ``tool_calls`` (the model's chat template
+has no tool support, and the model rarely writes a parseable call on its own), so LangGraph's
+``bind_tools`` + ``ToolNode`` would never see a call. :class:`LocalToolCallingChat` is the
+bridge: it renders the conversation with the tool list (:mod:`course.protocol`), generates with
+the local model, and parses the text into an ``AIMessage`` with ``tool_calls``.
+
+With ``constrain_first_call=True`` the turn right after a human message is generated with
+:class:`course.constrained.ToolCallLogitsProcessor` (a call is then guaranteed to be well
+formed); turns after a tool result are generated freely. That is a choice the runtime makes,
+and the notebook says so where it uses it.
+
+Not handled: parallel calls, streaming, ``tool_choice``; only the first call of a reply counts.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from course.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
+
+ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages as plain chat dicts; an AI tool call becomes its text form again."""
+    out = []
+    for m in messages:
+        content = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        if isinstance(m, AIMessage) and m.tool_calls:
+            call = m.tool_calls[0]
+            content = CALL_OPEN + json.dumps({"name": call["name"], "arguments": call["args"]}) \
+                + CALL_CLOSE
+        out.append({"role": ROLES.get(m.type, "user"), "content": content})
+    return out
+
+
+class LocalToolCallingChat(BaseChatModel):
+    """The local transformers model as a tool-calling chat model (text parsed into calls)."""
+
+    local: Any
+    max_new_tokens: int = 32
+    constrain_first_call: bool = False
+
+    @property
+    def _llm_type(self) -> str:
+        return "local-text-tool-calling"
+
+    def bind_tools(self, tools: list[Any], **kwargs: Any) -> Any:
+        """Bind tools: their OpenAI schemas go into every prompt."""
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, tools: list[dict] | None = None,
+                  **kwargs: Any) -> ChatResult:
+        from course.constrained import constrained_call
+
+        tools = tools or []
+        chat = to_chat_dicts(messages)
+        prompt = render_tool_prompt(self.local, chat, tools)
+        after_human = bool(messages) and messages[-1].type == "human"
+        if tools and self.constrain_first_call and after_human:
+            text = constrained_call(self.local, prompt, tools)
+        else:
+            ids = self.local.tokenizer(prompt, return_tensors="pt",
+                                       add_special_tokens=False)
+            import torch
+
+            with torch.no_grad():
+                out = self.local.model.generate(
+                    **ids, max_new_tokens=self.max_new_tokens, do_sample=False,
+                    pad_token_id=self.local.tokenizer.eos_token_id)
+            text = self.local.tokenizer.decode(out[0, ids["input_ids"].shape[1]:],
+                                               skip_special_tokens=True).strip()
+        parsed = parse_model_output(text)
+        if parsed.kind == "call":
+            message = AIMessage(content=text, tool_calls=[{
+                "name": parsed.name, "args": parsed.arguments,
+                "id": f"call_{uuid.uuid4().hex[:8]}", "type": "tool_call"}])
+        else:
+            message = AIMessage(content=text)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+__all__ = ["LocalToolCallingChat", "ToolMessage", "to_chat_dicts"]
