@@ -1,0 +1,121 @@
+"""Notebook 03: the agent loop, its stop rules, budgets in the libraries, failures, pipelines."""
+
+import re
+
+import pytest
+
+from nbharness import execute_notebook
+
+pytestmark = pytest.mark.notebook
+
+
+@pytest.fixture(scope="module")
+def run():
+    result = execute_notebook("03_agent_loop.ipynb")
+    print(f"03_agent_loop.ipynb executed in {result.seconds:.1f} s")
+    return result
+
+
+def test_bond_trajectory_searches_then_generates_the_searched_car(run):
+    text = run.text("bond-trajectory")
+    assert "action:      web_search(query='car James Bond latest movie')" in text
+    assert "action:      text_to_image(prompt='Aston Martin DB5')" in text
+    assert "stopped: final_answer after 3 step(s)" in text
+    assert "the image tool was asked for: ['Aston Martin DB5']" in text
+
+
+def test_context_grows_every_step(run):
+    numbers = re.search(r"input tokens per step: \[([\d, ]+)\]", run.text("state-grows"))
+    values = [int(v) for v in numbers.group(1).split(",")]
+    assert len(values) == 3 and values == sorted(values) and values[0] < values[-1]
+
+
+def test_each_stop_rule_is_recorded(run):
+    lines = run.text("stop-rules").splitlines()
+    reasons = {line.split("->")[0].strip(): line.split("->")[1].split()[0] for line in lines}
+    assert reasons == {
+        "no limits but 12 steps, repeats allowed": "final_answer",
+        "max_steps=5, repeats allowed": "max_steps",
+        "token_budget=2000, repeats allowed": "token_budget",
+        "cost_budget=$0.004, repeats allowed": "cost_budget",
+        "repeat detection on": "repeat",
+    }
+    assert "at step 9" in lines[0] and "at step 5" in lines[1] and "at step 3" in lines[4]
+    text = run.text("model-error")
+    assert "stopped: model_error after 3 step(s)" in text and "steps kept: 3" in text
+
+
+def test_plan_is_revised(run):
+    text = run.text("plan-revision")
+    assert "plan 2: rate verified: use the reference rate" in text
+    assert "stopped: final_answer" in text
+
+
+def test_smolagents_and_langgraph_limits(run):
+    smol = run.text("smolagents-budgets")
+    assert "stopped: repeat after 2 step(s)" in smol
+    assert "stopped: token_budget after" in smol
+    assert "stopped: max_steps after 2 step(s)" in smol
+    assert "scripted" in smol
+    graph = run.text("langgraph-budgets")
+    assert "stopped: recursion_limit after 4 step(s)" in graph
+    assert "stopped: token_budget after" in graph and "budget in state" in graph
+    assert "checkpoint after the GraphRecursionError holds 8 messages" in graph
+
+
+def test_widgets_show_and_move_the_stop(run):
+    assert run.has_widget("budgets-widget")
+    moved = run.text("widget-moved").splitlines()
+    assert moved[0].startswith("stopped: final_answer after 9 step(s)")
+    assert moved[1].startswith("stopped: token_budget after")
+    recorded = run.text("recorded-widget")
+    assert "reconstructed from the note" in recorded
+    assert "stopped: token_budget after 2 step(s) (5428 tokens > budget 5000)" in recorded
+
+
+def test_reliability_monte_carlo_matches_the_product(run):
+    text = run.text("reliability")
+    assert "0.95^10 = 0.5987" in text
+    estimates = [float(x) for x in re.findall(r"runs succeeded = ([\d.]+)", text)]
+    assert abs(estimates[0] - 0.95**10) < 0.02
+    assert abs(estimates[1] - 0.9975**10) < 0.02 and estimates[1] > estimates[0]
+    assert run.has_image("reliability-plot")
+
+
+def test_failure_table_demonstrations(run):
+    assert "unknown_tool (not executed)" in run.text("failure-wrong-args")
+    assert "invalid_arguments (not executed)" in run.text("failure-wrong-args")
+    fabricated = run.text("failure-fabricated")
+    assert "final answer states 22, which no tool returned" in fabricated
+    assert "fabricated tool message" in fabricated and "no problems" in fabricated
+    looping = run.text("failure-looping")
+    assert "repeat detection off: stopped: max_steps" in looping
+    assert "repeat detection on:  stopped: repeat after 3" in looping
+    accumulation = run.text("failure-accumulation")
+    assert "without verification: 250 USD = 270.00 EUR" in accumulation
+    assert "with verification:    250 USD = 231.50 EUR" in accumulation
+    assert "04_guarded_agents.ipynb" in run.text("failure-injection")
+    cost = run.text("failure-cost")
+    saved = re.search(r"input tokens: (\d+) -> (\d+) \((\d+)% fewer\); same answer: True", cost)
+    assert saved and int(saved.group(2)) < int(saved.group(1))
+    effects = run.text("failure-side-effects")
+    assert "'pallet-B': 0" in effects and "would have written: ['set pallet-B from 12 to 0']" in effects
+
+
+def test_pipeline_vs_agent_figures_present(run):
+    text = run.text("pipeline-vs-agent")
+    for figure in ("model calls per run", "tokens per run", "seconds per run",
+                   "distinct outcomes", "distinct trajectories", "outcomes", "correct"):
+        assert figure in text, figure
+    calls = re.search(r"model calls per run\s+(\S+)\s+(\S+)", text)
+    assert float(calls.group(1)) == 1.0 and 1.0 <= float(calls.group(2)) <= 2.0
+    assert "label probabilities" in run.text("pipeline-outputs")
+    table = "".join(out.get("data", {}).get("text/markdown", "")
+                    for out in run.cells("note-table")[0].outputs)
+    assert "(measured)" in table and "who decides the steps" in table
+
+
+def test_exercises_pass(run):
+    for n, title in [(1, "first_repeat"), (2, "token_budget_for"), (3, "success_with_retries"),
+                     (4, "keep_last_observation")]:
+        assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
