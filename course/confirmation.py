@@ -1,0 +1,286 @@
+"""Human confirmation as a runtime property: a LangGraph graph that stops before critical calls.
+
+The graph has three nodes: ``agent`` (the model proposes tool calls), ``tools`` (read and write
+calls go through the :class:`~course.tools.ToolGateway` at once; critical calls are queued) and
+``confirm``, which calls LangGraph's ``interrupt()`` with the proposed call and its arguments.
+The run stops there; the checkpointer keeps the pending call. It continues only when someone
+resumes it with ``Command(resume=decision)``:
+
+- ``approve``: the call runs with the proposed arguments;
+- ``edit``: the call runs with the arguments the human wrote (validated by the registry);
+- ``reject``: the call does not run and the model gets the gateway's refusal string.
+
+Even then the call goes through the gateway, which refuses to run a critical tool without an
+``approve()`` of its own, so no path reaches a critical tool without a decision. Every decision
+goes to the ``audit`` list in the graph state (checkpointed with it) and to the gateway's audit.
+With a :class:`~langgraph.checkpoint.sqlite.SqliteSaver` the pending call survives a kernel
+restart: another process opens the same database and thread and resumes (``python -m
+course.confirmation``).
+
+Headless runs (CI) decide with a :class:`ScriptedApprover`; in JupyterLab the buttons of
+:mod:`widgets.approval` send the same decisions.
+
+Not handled: several approvers or quorum, approval expiry, authentication of the approver (the
+name is whatever the caller passes), and parallel critical calls (they are confirmed one by one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import sqlite3
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+
+from course.tools import ToolError, ToolGateway
+
+Action = Literal["approve", "edit", "reject"]
+ACTIONS = ("approve", "edit", "reject")
+
+
+@dataclass
+class Decision:
+    """What a human (or a scripted policy) decided about one proposed call."""
+
+    action: str
+    approver: str = "human"
+    arguments: dict[str, Any] | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"decision action must be one of {ACTIONS}, got {self.action!r}")
+        if self.action == "edit" and not isinstance(self.arguments, dict):
+            raise ValueError("an 'edit' decision needs the new arguments as a dict, "
+                             "e.g. Decision('edit', arguments={'quantity': 10})")
+
+    def as_resume(self) -> dict[str, Any]:
+        """The value to pass as ``Command(resume=...)``."""
+        return asdict(self)
+
+    @classmethod
+    def parse(cls, value: Any) -> Decision:
+        """A Decision from a resume value (a Decision, a dict, or just 'approve'/'reject')."""
+        if isinstance(value, Decision):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            unknown = set(value) - {"action", "approver", "arguments", "note"}
+            if unknown or "action" not in value:
+                raise ValueError(f"a decision is {{'action': one of {ACTIONS}, 'approver', "
+                                 f"'arguments', 'note'}}; got keys {sorted(value)}")
+            return cls(**value)
+        raise ValueError(f"cannot read a decision from {type(value).__name__}: {value!r}")
+
+
+class ApprovalState(TypedDict, total=False):
+    """The graph's state: the conversation, critical calls waiting, and the audit trail."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    queue: list[dict[str, Any]]
+    audit: Annotated[list[dict[str, Any]], operator.add]
+
+
+Model = Callable[[list[AnyMessage]], AIMessage]
+
+
+def _needs_human(registry: Any, name: str, arguments: Any) -> bool:
+    """True for a call that passes the door and needs confirmation: only those reach a human.
+
+    A call the registry would refuse anyway (unknown, not allowed, bad arguments) is refused at
+    once, without bothering the approver.
+    """
+    if name not in registry or not registry.spec(name).requires_confirmation:
+        return False
+    try:
+        registry.check(name, arguments)
+    except ToolError:
+        return False
+    return True
+
+
+def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
+                         checkpointer: Any) -> Any:
+    """Compile the agent -> tools -> confirm graph over ``gateway`` for ``subject``.
+
+    ``model`` maps the messages so far to the next ``AIMessage`` (with ``tool_calls`` or a final
+    answer). A checkpointer is required: ``interrupt()`` needs saved state to resume from.
+    """
+    if checkpointer is None:
+        raise ValueError("build_approval_graph needs a checkpointer (InMemorySaver, or "
+                         "SqliteSaver to survive a restart): interrupt() resumes from it.")
+    registry = gateway.registry
+
+    def agent(state: ApprovalState) -> dict:
+        return {"messages": [model(state["messages"])]}
+
+    def tools(state: ApprovalState) -> dict:
+        last = state["messages"][-1]
+        messages, queue = [], []
+        for call in last.tool_calls:
+            name = call["name"]
+            if _needs_human(registry, name, call["args"]):
+                queue.append({"name": name, "args": dict(call["args"]), "id": call["id"]})
+                continue
+            result = gateway.execute(name, call["args"], subject=subject)
+            messages.append(ToolMessage(result.content, tool_call_id=call["id"], name=name))
+        return {"messages": messages, "queue": queue}
+
+    def confirm(state: ApprovalState) -> dict:
+        call = state["queue"][0]
+        spec = registry.spec(call["name"])
+        request = {"tool": call["name"], "arguments": call["args"], "call_id": call["id"],
+                   "risk": spec.risk, "description": spec.description, "subject": subject}
+        raw = interrupt(request)  # the run stops here until Command(resume=...)
+        try:
+            decision = Decision.parse(raw)
+        except (TypeError, ValueError) as err:  # fail closed: an unreadable answer rejects
+            decision = Decision("reject", "runtime", note=f"unreadable decision: {err}")
+        arguments = decision.arguments if decision.action == "edit" else call["args"]
+        held = gateway.execute(call["name"], arguments, subject=subject)
+        pending = [p for p in gateway.pending if p.tool == call["name"]]
+        if held.status != "needs_confirmation" or not pending:
+            result = held  # refused before confirmation (bad edited arguments, no grant)
+        elif decision.action == "reject":
+            result = gateway.deny(pending[-1].request_id, decision.approver)
+        else:
+            result = gateway.approve(pending[-1].request_id, decision.approver)
+        entry = {"call_id": call["id"], "tool": call["name"], "proposed": call["args"],
+                 "decision": decision.action, "executed_arguments": arguments
+                 if result.ok else None, "approver": decision.approver,
+                 "status": result.status, "note": decision.note}
+        return {"messages": [ToolMessage(result.content, tool_call_id=call["id"],
+                                         name=call["name"])],
+                "queue": state["queue"][1:], "audit": [entry]}
+
+    def after_agent(state: ApprovalState) -> str:
+        last = state["messages"][-1]
+        return "tools" if getattr(last, "tool_calls", None) else END
+
+    def after_tools(state: ApprovalState) -> str:
+        return "confirm" if state.get("queue") else "agent"
+
+    graph = StateGraph(ApprovalState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools)
+    graph.add_node("confirm", confirm)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", after_agent, ["tools", END])
+    graph.add_conditional_edges("tools", after_tools, ["confirm", "agent"])
+    graph.add_conditional_edges("confirm", after_tools, ["confirm", "agent"])
+    return graph.compile(checkpointer=checkpointer)
+
+
+@dataclass
+class ScriptedPlanModel:
+    """A scripted model (not a language model): proposes a fixed list of calls, then reports.
+
+    Turn 1 answers the user with ``tool_calls``; after the tool results it answers with the
+    results it received, quoted, so what the model was told (including refusals) is visible.
+    """
+
+    tool_calls: list[dict[str, Any]]
+    name: str = "scripted coordinator"
+
+    def __call__(self, messages: list[AnyMessage]) -> AIMessage:
+        if isinstance(messages[-1], HumanMessage):
+            return AIMessage("", tool_calls=[dict(c) for c in self.tool_calls])
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        lines = [f"- {m.name}: {m.content}" for m in results]
+        return AIMessage(f"({self.name}) tool results:\n" + "\n".join(lines))
+
+
+@dataclass
+class ScriptedApprover:
+    """A scripted approval policy for headless runs: a decision per tool, a default for the rest.
+
+    ``ScriptedApprover({"move_stock": "approve", "amend_declaration": Decision("edit", ...)})``
+    """
+
+    rules: dict[str, str | Decision] = field(default_factory=dict)
+    default: str = "reject"
+    approver: str = "scripted:policy"
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, request: dict[str, Any]) -> Decision:
+        self.seen.append(request)
+        rule = self.rules.get(request["tool"], self.default)
+        if isinstance(rule, Decision):
+            return rule
+        return Decision(rule, self.approver)
+
+
+def pending_request(graph: Any, config: dict) -> dict[str, Any] | None:
+    """The call the graph is waiting on (its interrupt value), or None if it is not waiting."""
+    state = graph.get_state(config)
+    interrupts = [i for task in state.tasks for i in task.interrupts]
+    return interrupts[0].value if interrupts else None
+
+
+def decide(graph: Any, config: dict, decision: Decision | dict | str) -> dict:
+    """Resume a waiting graph with one decision; returns the graph's output of that step."""
+    if pending_request(graph, config) is None:
+        raise RuntimeError("this thread is not waiting for a decision: nothing to resume. "
+                           "Fix: start it with graph.invoke(...) first, or check the thread_id.")
+    return graph.invoke(Command(resume=Decision.parse(decision).as_resume()), config)
+
+
+def run_with_approver(graph: Any, config: dict, request_text: str,
+                      approver: Callable[[dict[str, Any]], Decision]) -> dict:
+    """Run from a user request to the end, asking ``approver`` at every interrupt."""
+    graph.invoke({"messages": [HumanMessage(request_text)]}, config)
+    while (request := pending_request(graph, config)) is not None:
+        decide(graph, config, approver(request))
+    return graph.get_state(config).values
+
+
+def sqlite_checkpointer(path: str | Path) -> Any:
+    """A LangGraph SqliteSaver on ``path`` (created if needed) that survives the process."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
+
+
+def audit_table(audit: list[dict[str, Any]]) -> str:
+    """The approval decisions, one line each."""
+    lines = [f"{'tool':<18} {'decision':<8} {'approver':<18} {'status':<20} executed arguments"]
+    for e in audit:
+        lines.append(f"{e['tool']:<18} {e['decision']:<8} {e['approver']:<18} {e['status']:<20} "
+                     f"{e['executed_arguments']}")
+    return "\n".join(lines)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m course.confirmation --db F --thread T start|show|approve|reject|edit``."""
+    from course.warehouse import build_warehouse_graph
+
+    parser = argparse.ArgumentParser(description="Start or resume the warehouse approval run.")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--thread", required=True)
+    parser.add_argument("--approver", default="human:cli")
+    parser.add_argument("--arguments", default="{}", help="JSON arguments for 'edit'")
+    parser.add_argument("step", choices=["start", "show", *ACTIONS])
+    args = parser.parse_args(argv)
+    graph, warehouse = build_warehouse_graph(args.db)
+    config = {"configurable": {"thread_id": args.thread}}
+    if args.step == "start":
+        graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
+    elif args.step != "show":
+        decision = Decision(args.step, args.approver,
+                            json.loads(args.arguments) if args.step == "edit" else None)
+        decide(graph, config, decision)
+    print("waiting for:", json.dumps(pending_request(graph, config)))
+    print("executed in this process:", warehouse.executed)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,343 @@
+"""Run model-written code in smolagents' executor, inside a child process with hard limits.
+
+Two layers, each doing what it can:
+
+1. **The executor** (``smolagents.LocalPythonExecutor``) interprets the program node by node:
+   only authorised imports, no ``open``/``eval``/``exec``/``__import__``, no dunder attributes,
+   no access to modules such as ``os`` reached through another module.
+2. **The process** (:func:`run_sandboxed`) runs that executor in a child process forked from a
+   small server that holds no model and no secrets: the child's environment is replaced by a
+   minimal one, its working directory is an empty temporary folder, its address space is capped
+   with ``RLIMIT_AS`` and its CPU time with ``RLIMIT_CPU``, and the parent kills it at a
+   wall-clock deadline. A memory bomb or a program that sleeps or spins ends the child, never
+   the notebook's kernel.
+
+What this is NOT: a security boundary against a determined attacker. The child runs as the same
+user on the same machine, with the same file-system rights and network; the executor is a
+Python-level interpreter with a long history of bypasses (its own docstring: "It is not a
+security sandbox"). For untrusted code use an isolated executor: a container (smolagents'
+``executor_type="docker"``), a micro-VM or a remote sandbox (``"e2b"``, ``"modal"``), or
+WebAssembly (``"wasm"``), with no credentials inside and no network unless needed.
+
+Not handled: Windows (``resource`` and ``fork`` are POSIX), GPU memory, disk quotas, network
+isolation, and limits on what the authorised tools themselves do. A plain script that calls
+:func:`run_sandboxed` needs the usual ``if __name__ == "__main__":`` guard (the forkserver
+re-imports the main module); notebooks and pytest do not.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+DEFAULT_TIMEOUT_S = 3.0
+DEFAULT_MEMORY_MB = 256
+CANARY_VARIABLE = "COURSE_SANDBOX_CANARY"
+MINIMAL_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+Status = Literal["ok", "blocked", "error", "timeout", "memory", "crashed"]
+
+
+@dataclass
+class SandboxRun:
+    """What one program did in the sandbox: how it ended, what it printed, how long it took."""
+
+    status: Status
+    output: str = ""
+    logs: str = ""
+    error: str = ""
+    seconds: float = 0.0
+    child_alive_after: bool = False
+
+    def text(self) -> str:
+        """Everything the program managed to emit (return value, prints, error message)."""
+        return "\n".join(part for part in (self.output, self.logs, self.error) if part)
+
+    def __repr__(self) -> str:
+        detail = self.error or self.logs or self.output
+        return f"SandboxRun({self.status}, {self.seconds:.1f}s, {detail[:80]!r})"
+
+
+def _child(code: str, authorized_imports: list[str], memory_mb: int, cpu_s: int,
+           env: dict[str, str], workdir: str, conn) -> None:
+    """Body of the sandbox process: set limits, scrub the environment, run the executor."""
+    import resource
+
+    from smolagents.local_python_executor import InterpreterError, LocalPythonExecutor
+
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(workdir)
+    with open("/proc/self/statm") as fh:  # current virtual size, in pages
+        current = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = current + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    executor = LocalPythonExecutor(list(authorized_imports), timeout_seconds=None)
+    executor.send_tools({})
+    try:
+        result = executor(code)
+        conn.send(("ok", repr(result.output), result.logs, ""))
+    except MemoryError:
+        conn.send(("memory", "", str(executor.state.get("_print_outputs", "")), "MemoryError"))
+    except InterpreterError as err:
+        message = str(err)
+        status = "memory" if "MemoryError" in message else (
+            "blocked" if _is_refusal(message) else "error")
+        conn.send((status, "", str(executor.state.get("_print_outputs", "")), message))
+    except BaseException as err:  # report anything the program raised
+        conn.send(("error", "", "", f"{type(err).__name__}: {err}"))
+    finally:
+        conn.close()
+
+
+def _is_refusal(message: str) -> bool:
+    """True when the executor refused the program (as opposed to the program failing)."""
+    markers = ("is not allowed", "Forbidden", "not among the explicitly allowed",
+               "is not defined", "not supported")
+    return any(marker in message for marker in markers)
+
+
+_CONTEXT = None
+
+
+def _context():
+    """A forkserver context whose server preloads only this module and the executor."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(["course.sandbox", "smolagents.local_python_executor"])
+    return _CONTEXT
+
+
+def run_sandboxed(code: str, authorized_imports: list[str] | tuple[str, ...] = (),
+                  timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB,
+                  scrub_env: bool = True) -> SandboxRun:
+    """Run ``code`` with smolagents' executor in a limited child process and return how it ended.
+
+    ``timeout_s`` is a wall-clock deadline after which the child is killed; ``memory_mb`` caps
+    how much address space the program may add. ``scrub_env=False`` passes this process's
+    environment to the child (only to show why scrubbing matters).
+    """
+    if not isinstance(code, str) or not code.strip():
+        raise ValueError("run_sandboxed needs the program as a non-empty string of Python code.")
+    if timeout_s <= 0 or memory_mb <= 0:
+        raise ValueError(
+            f"timeout_s and memory_mb must be positive (got {timeout_s}, {memory_mb}). "
+            "Fix: pass, e.g., timeout_s=3, memory_mb=256.")
+    ctx = _context()
+    env = dict(os.environ) if not scrub_env else dict(MINIMAL_ENV)
+    receive, send = ctx.Pipe(duplex=False)
+    with tempfile.TemporaryDirectory(prefix="sandbox-") as workdir:
+        process = ctx.Process(
+            target=_child,
+            args=(code, list(authorized_imports), memory_mb, max(1, int(timeout_s) + 1), env,
+                  workdir, send),
+            daemon=True,
+        )
+        start = time.perf_counter()
+        process.start()
+        send.close()
+        message, finished = None, receive.poll(timeout_s)
+        if finished:
+            try:
+                message = receive.recv()
+            except EOFError:  # the child died before it could answer
+                message = None
+        seconds = time.perf_counter() - start
+        if not finished:
+            process.kill()
+            process.join(5)
+            run = SandboxRun("timeout", error=f"killed after the {timeout_s:g} s deadline",
+                             seconds=seconds)
+        elif message is None:
+            process.join(5)
+            run = SandboxRun("crashed", error="the child ended without a result "
+                             f"(exit code {process.exitcode})", seconds=seconds)
+        else:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+            status, output, logs, error = message
+            run = SandboxRun(status, output, logs, error, seconds)
+        run.child_alive_after = process.is_alive()
+        receive.close()
+    return run
+
+
+# --- the escape suite -------------------------------------------------------------------
+
+Goal = Literal["read-secret", "write-file", "run-command", "exhaust", "alter-host"]
+
+
+@dataclass(frozen=True)
+class EscapeAttempt:
+    """One program that tries to get out: its name, its kind of trick, what it tries to achieve."""
+
+    name: str
+    kind: str
+    goal: Goal
+    code: str
+
+
+@dataclass
+class EscapeResult:
+    """The outcome of one attempt: how the run ended, which layer stopped it, whether it escaped."""
+
+    attempt: EscapeAttempt
+    run: SandboxRun
+    escaped: bool
+    stopped_by: str
+
+
+@dataclass
+class EscapeReport:
+    """All attempts of a suite, with the counts the chapter prints."""
+
+    results: list[EscapeResult] = field(default_factory=list)
+
+    @property
+    def tried(self) -> int:
+        return len(self.results)
+
+    @property
+    def escaped(self) -> int:
+        return sum(r.escaped for r in self.results)
+
+    def table(self) -> str:
+        """One line per attempt: kind, name, status, layer that stopped it, escaped or not."""
+        lines = [f"{'kind':<12} {'attempt':<34} {'status':<8} {'stopped by':<26} escaped"]
+        for r in self.results:
+            lines.append(f"{r.attempt.kind:<12} {r.attempt.name:<34} {r.run.status:<8} "
+                         f"{r.stopped_by:<26} {'YES' if r.escaped else 'no'}")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        return f"escape attempts tried: {self.tried}, escaped: {self.escaped}"
+
+
+def escape_attempts(marker: str, secret_file: str) -> list[EscapeAttempt]:
+    """The suite: programs that try to run commands, read secrets, write files, exhaust resources.
+
+    ``marker`` is a path an escaping program would create; ``secret_file`` a file it would read.
+    """
+    touch = f"touch {marker}"
+    c = CANARY_VARIABLE
+    attempts = [
+        ("import os", "os", "run-command", f"import os\nos.system('{touch}')"),
+        ("from os import system", "os", "run-command", f"from os import system\nsystem('{touch}')"),
+        ("import posix", "os", "run-command", f"import posix\nposix.system('{touch}')"),
+        ("os.environ", "os", "read-secret", f"import os\nprint(os.environ['{c}'])"),
+        ("import subprocess", "subprocess", "run-command",
+         f"import subprocess\nsubprocess.run(['touch', '{marker}'])"),
+        ("import pty", "subprocess", "run-command", f"import pty\npty.spawn(['touch', '{marker}'])"),
+        ("open() read", "builtins", "read-secret", f"print(open('{secret_file}').read())"),
+        ("open() write", "builtins", "write-file", f"open('{marker}', 'w').write('x')"),
+        ("__import__", "builtins", "run-command", f"__import__('os').system('{touch}')"),
+        ("eval", "builtins", "run-command", f"eval(\"__import__('os').system('{touch}')\")"),
+        ("exec", "builtins", "run-command", f"exec(\"import os; os.system('{touch}')\")"),
+        ("compile", "builtins", "run-command", "compile('1', 'x', 'eval')"),
+        ("globals()", "builtins", "read-secret", "print(globals()['__builtins__'])"),
+        ("import builtins", "builtins", "read-secret",
+         f"import builtins\nprint(builtins.open('{secret_file}').read())"),
+        ("import io", "io", "read-secret", f"import io\nprint(io.open('{secret_file}').read())"),
+        ("import pathlib", "io", "read-secret",
+         f"import pathlib\nprint(pathlib.Path('{secret_file}').read_text())"),
+        ("().__class__ subclasses", "dunder", "run-command",
+         "print(().__class__.__bases__[0].__subclasses__())"),
+        ("function __globals__", "dunder", "read-secret", "f = lambda: 0\nprint(f.__globals__)"),
+        ("print.__self__", "dunder", "read-secret",
+         f"print(print.__self__.open('{secret_file}').read())"),
+        ("getattr with a dunder name", "dunder", "read-secret",
+         "print(getattr(getattr((), '__class__'), '__base__'))"),
+        ("traceback frame", "dunder", "read-secret",
+         "try:\n    1 / 0\nexcept Exception as e:\n    print(e.__traceback__.tb_frame.f_globals)"),
+        ("random._os", "module walk", "read-secret",
+         f"import random\nprint(random._os.environ['{c}'])"),
+        ("statistics.sys", "module walk", "read-secret",
+         "import statistics\nprint(statistics.sys.modules['os'].environ)"),
+        ("collections._sys", "module walk", "read-secret",
+         "import collections\nprint(collections._sys.modules)"),
+        ("re.enum.sys", "module walk", "read-secret", "import re\nprint(re.enum.sys.modules)"),
+        ("str.format attribute walk", "format", "read-secret",
+         f"import random\nprint('{{0._os.environ[{c}]}}'.format(random))"),
+        ("str.format_map attribute walk", "format", "read-secret",
+         f"import random\nprint('{{r._os.environ[{c}]}}'.format_map({{'r': random}}))"),
+        ("importlib hook", "import hook", "run-command",
+         f"import importlib\nimportlib.import_module('os').system('{touch}')"),
+        ("sys.meta_path hook", "import hook", "run-command",
+         "import sys\nsys.meta_path.clear()"),
+        ("ctypes", "native", "run-command", "import ctypes\nctypes.CDLL(None).system(b'id')"),
+        ("pickle reduce", "native", "run-command",
+         "import pickle\npickle.loads(b'cos\\nsystem\\n(S\"id\"\\ntR.')"),
+        ("setattr on a module", "alter-host", "alter-host", "import math\nsetattr(math, 'pi', 3)"),
+        ("memory bomb [0]*10**10", "resources", "exhaust", "x = [0] * 10**10"),
+        ("growing memory", "resources", "exhaust",
+         "x = []\nfor i in range(10**6):\n    x.append(' ' * 10**6)"),
+        ("huge string", "resources", "exhaust", "s = 'a' * 10**11"),
+        ("sleep", "resources", "exhaust", "import time\ntime.sleep(3600)"),
+        ("spin in one C call", "resources", "exhaust", "x = 10 ** (10 ** 9)"),
+        ("spin in a loop", "resources", "exhaust", "n = 0\nfor i in range(10**12):\n    n += i"),
+        ("deep recursion", "resources", "exhaust", "def f(n):\n    return f(n + 1)\nf(0)"),
+    ]
+    return [EscapeAttempt(name, kind, goal, code) for name, kind, goal, code in attempts]
+
+
+def _stopped_by(run: SandboxRun) -> str:
+    """Which layer ended the attempt, read from how the run ended."""
+    if run.status == "blocked":
+        return "executor refused"
+    if run.status in ("timeout", "memory", "crashed"):
+        return f"process limit ({run.status})"
+    if run.status == "error" and CANARY_VARIABLE in run.text():
+        return "process: clean environment"
+    if run.status == "error":
+        return "program failed, no effect"
+    return "process: own copy"
+
+
+def run_escape_suite(attempts: list[EscapeAttempt] | None = None, timeout_s: float = 2.0,
+                     memory_mb: int = DEFAULT_MEMORY_MB, scrub_env: bool = True) -> EscapeReport:
+    """Run every escape attempt in the sandbox and decide, from outside, whether it escaped.
+
+    An attempt escaped if the secret placed in this process's environment or in a file shows up
+    in what the program emitted, if the marker file it tries to create exists afterwards, if the
+    child is still alive after the call returned, or if this process's ``math.pi`` changed.
+    Custom attempts may write ``{MARKER}`` and ``{SECRET_FILE}`` in their code for those paths.
+    """
+    import math
+
+    token = secrets.token_hex(8)
+    report = EscapeReport()
+    previous = os.environ.get(CANARY_VARIABLE)
+    os.environ[CANARY_VARIABLE] = token
+    try:
+        with tempfile.TemporaryDirectory(prefix="escape-") as tmp:
+            secret_file = Path(tmp, "secret.txt")
+            secret_file.write_text(token)
+            marker = Path(tmp, "escaped.marker")
+            suite = attempts if attempts is not None else escape_attempts(str(marker),
+                                                                          str(secret_file))
+            for attempt in suite:
+                code = attempt.code.replace("{MARKER}", str(marker)).replace(
+                    "{SECRET_FILE}", str(secret_file))
+                run = run_sandboxed(code, timeout_s=timeout_s, memory_mb=memory_mb,
+                                    scrub_env=scrub_env)
+                escaped = (token in run.text() or marker.exists() or run.child_alive_after
+                           or math.pi != 3.141592653589793)
+                if marker.exists():
+                    marker.unlink()
+                report.results.append(EscapeResult(attempt, run, escaped, _stopped_by(run)))
+    finally:
+        if previous is None:
+            os.environ.pop(CANARY_VARIABLE, None)
+        else:
+            os.environ[CANARY_VARIABLE] = previous
+    return report

@@ -1,0 +1,82 @@
+"""Approve / edit / reject buttons for a LangGraph run waiting in ``interrupt()``.
+
+The widget shows the pending call (tool, risk, arguments as editable JSON) and resumes the graph
+with :func:`course.confirmation.decide` when a button is clicked; then it shows the next pending
+call, or the run's last message when nothing is waiting. It computes nothing itself: the graph
+and the gateway decide what runs. Clicking works in pure Python too
+(``panel.approve_button.click()``), which is how the tests drive it.
+
+Not handled: several approvers, or two widgets driving the same thread at once.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import ipywidgets as widgets
+
+from course.confirmation import Decision, decide, pending_request
+
+
+class ApprovalPanel(widgets.VBox):
+    """A panel for one graph thread: the pending call and three buttons that resume it."""
+
+    def __init__(self, graph: Any, config: dict, approver: str = "human:notebook") -> None:
+        self.graph, self.config, self.approver = graph, config, approver
+        self.request_view = widgets.HTML()
+        self.arguments = widgets.Textarea(layout=widgets.Layout(width="100%", height="120px"),
+                                          description="arguments")
+        self.approve_button = widgets.Button(description="Approve", button_style="success")
+        self.edit_button = widgets.Button(description="Edit & approve", button_style="warning")
+        self.reject_button = widgets.Button(description="Reject", button_style="danger")
+        self.status = widgets.HTML()
+        self.decisions: list[Decision] = []
+        self.approve_button.on_click(lambda _: self._send("approve"))
+        self.edit_button.on_click(lambda _: self._send("edit"))
+        self.reject_button.on_click(lambda _: self._send("reject"))
+        buttons = widgets.HBox([self.approve_button, self.edit_button, self.reject_button])
+        super().__init__([self.request_view, self.arguments, buttons, self.status])
+        self.refresh()
+
+    @property
+    def request(self) -> dict[str, Any] | None:
+        """The call the graph waits on, or None."""
+        return pending_request(self.graph, self.config)
+
+    def refresh(self) -> None:
+        """Show the pending call, or the last message when the run is finished."""
+        request = self.request
+        waiting = request is not None
+        for button in (self.approve_button, self.edit_button, self.reject_button):
+            button.disabled = not waiting
+        self.arguments.disabled = not waiting
+        if waiting:
+            self.request_view.value = (
+                f"<b>Waiting for approval:</b> <code>{html.escape(request['tool'])}</code> "
+                f"(risk: {html.escape(request['risk'])}, asked by "
+                f"{html.escape(request['subject'])})<br>{html.escape(request['description'])}")
+            self.arguments.value = json.dumps(request["arguments"], indent=1)
+        else:
+            messages = self.graph.get_state(self.config).values.get("messages", [])
+            last = messages[-1].content if messages else "(nothing yet)"
+            self.request_view.value = ("<b>Nothing is waiting.</b><pre>"
+                                       f"{html.escape(str(last))}</pre>")
+            self.arguments.value = ""
+
+    def _send(self, action: str) -> None:
+        arguments = None
+        if action == "edit":
+            try:
+                arguments = json.loads(self.arguments.value)
+            except json.JSONDecodeError as err:
+                self.status.value = (f"<span style='color:#b00'>The arguments are not valid "
+                                     f"JSON ({html.escape(str(err))}); fix them and click again."
+                                     "</span>")
+                return
+        decision = Decision(action, self.approver, arguments)
+        decide(self.graph, self.config, decision)
+        self.decisions.append(decision)
+        self.status.value = f"sent: {html.escape(action)} by {html.escape(self.approver)}"
+        self.refresh()
