@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from course.loop import Decision, Limits, StopReason, approximate_token_count
+from course.traces import content_text
 
 # --------------------------------------------------------------------------------------------
 # A record both libraries report into
@@ -61,15 +62,6 @@ class LibraryRun:
                      f" tokens {self.total_tokens}")
         return "\n".join(lines)
 
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +209,7 @@ def build_budget_graph(decisions: Sequence[Decision], tools: Sequence[Any],
     def agent(state: BudgetState) -> dict:
         done = sum(1 for m in state["messages"] if isinstance(m, AIMessage))
         decision = decisions[min(done, len(decisions) - 1)]
-        seen = "\n".join(_text(m.content) for m in state["messages"])
+        seen = "\n".join(content_text(m.content) for m in state["messages"])
         tokens_in, tokens_out = count_tokens(seen), count_tokens(decision.text())
         calls = [] if decision.call is None else [
             {"name": decision.call.name, "args": dict(decision.call.arguments),

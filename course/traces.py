@@ -373,7 +373,8 @@ def tool_calls_in_code(code: str, tool_names: list[str] | tuple[str, ...] | set[
 
 
 # ----- smolagents -----
-def _text_of(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of a multimodal list."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -405,7 +406,7 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
             found_task = memory_step.task
         if not isinstance(memory_step, ActionStep):
             continue
-        output = memory_step.model_output if isinstance(memory_step.model_output, str) else _text_of(
+        output = memory_step.model_output if isinstance(memory_step.model_output, str) else content_text(
             memory_step.model_output)
         thought, code = split_thought_and_code(output or "")
         code = memory_step.code_action or code
