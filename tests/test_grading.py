@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,9 +115,6 @@ def test_student_edition_of_start_here_executes_with_not_yet_done(tmp_path):
     print(f"00_start_here student edition ran in {run.seconds:.1f} s")
 
 
-@pytest.mark.skipif(os.environ.get("COURSE_TEST_ALL_STUDENT_EDITIONS") != "1",
-                    reason="set COURSE_TEST_ALL_STUDENT_EDITIONS=1 to execute every chapter's "
-                           "student edition (about a minute each)")
 @pytest.mark.parametrize("path", [p for p in WITH_EXERCISES if not p.name.startswith("00")],
                          ids=lambda p: p.name)
 def test_student_edition_of_every_chapter_executes(path, tmp_path):
