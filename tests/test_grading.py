@@ -4,8 +4,8 @@ Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtur
 ``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
 instructor edition, a student edition with wrong answers, and a malicious one.
 
-Set ``COURSE_TEST_ALL_STUDENT_EDITIONS=1`` to also execute the student edition of every chapter
-(about a minute each); by default the start-here notebook and the fixture are executed.
+The student edition of every notebook with exercises is generated and executed, and must print
+``[not yet done]`` under every check.
 """
 
 from __future__ import annotations
