@@ -36,9 +36,10 @@ $(ASSETS): $(STAMP) course/assets.py course/models.py
 doctor: assets
 	$(PY) -m course doctor
 
+LAB_ARGS ?=
 lab: assets
 	HF_HUB_OFFLINE=1 $(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) \
-		--ServerApp.root_dir=notebooks 00_start_here.ipynb
+		--ServerApp.root_dir=notebooks $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 # The browser test drives JupyterLab in Debian's chromium (Playwright uses it; no browser
 # download). Installed here when missing and we are root; otherwise say what to run.
