@@ -50,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,11 +107,10 @@ def student_edition(instructor: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def solution_lines(instructor: nbformat.NotebookNode) -> list[str]:
-    """The non-blank lines between solution markers and hidden-test markers (what a student
-    edition must not contain)."""
-    found: list[str] = []
-    for cell in instructor.cells:
+def _lines_by_region(nb: nbformat.NotebookNode) -> Iterator[tuple[str, bool]]:
+    """Each non-marker line of ``nb`` (stripped), and whether it sits between solution or
+    hidden-test markers."""
+    for cell in nb.cells:
         inside = False
         for line in cell.source.splitlines():
             stripped = line.strip()
@@ -119,26 +118,21 @@ def solution_lines(instructor: nbformat.NotebookNode) -> list[str]:
                 inside = True
             elif stripped in (SOLUTION_END, HIDDEN_END):
                 inside = False
-            elif inside and stripped:
-                found.append(stripped)
-    return found
+            else:
+                yield stripped, inside
+
+
+def solution_lines(instructor: nbformat.NotebookNode) -> list[str]:
+    """The non-blank lines between solution markers and hidden-test markers (what a student
+    edition must not contain)."""
+    return [line for line, inside in _lines_by_region(instructor) if inside and line]
 
 
 def leaked_solution_lines(instructor: nbformat.NotebookNode,
                           student: nbformat.NotebookNode) -> list[str]:
     """Solution or hidden-test lines of ``instructor`` that still appear in ``student``'s
     code cells (lines that occur elsewhere in the instructor notebook too are not counted)."""
-    outside: set[str] = set()
-    for cell in instructor.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            stripped = line.strip()
-            if stripped in (SOLUTION_BEGIN, HIDDEN_BEGIN):
-                inside = True
-            elif stripped in (SOLUTION_END, HIDDEN_END):
-                inside = False
-            elif not inside:
-                outside.add(stripped)
+    outside = {line for line, inside in _lines_by_region(instructor) if not inside}
     student_lines = {line.strip() for c in student.cells for line in c.source.splitlines()}
     return [line for line in solution_lines(instructor)
             if line in student_lines and line not in outside]
