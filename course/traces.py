@@ -48,6 +48,10 @@ FIGURE_LABELS = ("measured", "recorded", "reconstructed from the note", "written
 TRACE_FORMAT_VERSION = 1
 
 
+RECORDINGS_DIR = Path(__file__).resolve().parent / "data" / "recordings"
+"""The traces shipped with the package (the note runs, the 72B references, the ideal run)."""
+
+
 class TraceError(ValueError):
     """A trace is malformed; the message names the field (e.g. ``steps[2].code``) and the fix."""
 
@@ -320,7 +324,7 @@ def load_run(path: str | Path) -> Run:
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file. Fix: check the path "
-                         "(course/data/recordings/ holds the shipped ones).")
+                         f"({RECORDINGS_DIR} holds the shipped ones).")
     return run_from_json(path.read_text(encoding="utf-8"), where=str(path.name))
 
 

@@ -1,6 +1,5 @@
 """Trajectory checks: they flag the three note runs and pass the good trajectories."""
 
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from course.evaluation import (
     script_runs,
 )
 from course.replay import replay_run
-from course.traces import Run, Step, ToolCall, load_run
+from course.traces import RECORDINGS_DIR, Run, Step, ToolCall, load_run
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+RECORDINGS = RECORDINGS_DIR
 NAMES = ["weather_note", "bond_note", "debug_note", "bond_reference_72b", "debug_reference_72b",
          "bond_ideal_react"]
 

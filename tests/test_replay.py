@@ -1,15 +1,14 @@
 """Replays run through the real CodeAgent and executor; measured prompts grow every step."""
 
 import itertools
-from pathlib import Path
 
 import pytest
 from smolagents.models import ChatMessage, MessageRole
 
 from course.replay import ReplayExhausted, ReplayModel, replay_run
-from course.traces import Run, Step, TraceError, load_run
+from course.traces import RECORDINGS_DIR, Run, Step, TraceError, load_run
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+RECORDINGS = RECORDINGS_DIR
 NAMES = ["weather_note", "bond_note", "debug_note", "bond_reference_72b", "debug_reference_72b",
          "bond_ideal_react"]
 

@@ -1,15 +1,14 @@
 """The trace stepper in pure Python: navigation changes the view; bad traces never draw."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from course.evaluation import Flag
-from course.traces import Run, Step, TraceError, save_run
+from course.traces import RECORDINGS_DIR, Run, Step, TraceError, save_run
 from widgets.trace_stepper import TraceStepper, prompt_tokens_figure
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+RECORDINGS = RECORDINGS_DIR
 
 
 def three_steps() -> Run:

@@ -1,11 +1,11 @@
 """The trace format: JSON round trip, clear errors for bad files, conversion from smolagents."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from course.traces import (
+    RECORDINGS_DIR,
     Run,
     Step,
     ToolCall,
@@ -18,7 +18,7 @@ from course.traces import (
     tool_calls_in_code,
 )
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "course" / "data" / "recordings"
+RECORDINGS = RECORDINGS_DIR
 
 
 def small_run() -> Run:
