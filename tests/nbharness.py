@@ -41,19 +41,25 @@ class ExecutedNotebook:
 
     def text(self, key: str) -> str:
         """All text a student sees under the cell(s): streams, plain-text results, errors."""
-        parts = []
+        # Stream chunks are concatenated as they are (the kernel splits stdout wherever it
+        # flushes, so a separator would insert blank lines at random); other outputs start on
+        # a line of their own.
+        text = ""
         for cell in self.cells(key):
             for out in cell.get("outputs", []):
                 if out.output_type == "stream":
-                    parts.append(out.text)
-                elif out.output_type in ("execute_result", "display_data"):
+                    text += out.text
+                    continue
+                if out.output_type in ("execute_result", "display_data"):
                     data = out.get("data", {})
-                    parts.append(data.get("text/plain", ""))
-                    if "text/html" in data:
-                        parts.append(data["text/html"])
+                    pieces = [data.get("text/plain", ""), data.get("text/html", "")]
                 elif out.output_type == "error":
-                    parts.append(f"{out.ename}: {out.evalue}")
-        return "\n".join(parts)
+                    pieces = [f"{out.ename}: {out.evalue}"]
+                else:
+                    continue
+                for piece in filter(None, pieces):
+                    text += ("" if not text or text.endswith("\n") else "\n") + piece + "\n"
+        return text
 
     def has_image(self, key: str) -> bool:
         return any(
