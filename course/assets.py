@@ -158,14 +158,25 @@ def install_gpt2_tokenizer(cache_dir: Path | None = None) -> Path:
     return snapshot
 
 
+def converted_model_dir() -> Path:
+    """Where the converted copy of the bundled model lives (it may not exist yet)."""
+    return course_cache_dir() / "smollm2-135m-instruct"
+
+
+def bundled_model_prepared() -> bool:
+    """True once the converted copy (weights and tokenizer) is in place."""
+    target = converted_model_dir()
+    return (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file()
+
+
 def bundled_model_dir(progress: bool = True) -> Path:
     """The converted bundled model (safetensors + tokenizer), converting from GGUF on first use.
 
     The first call dequantises the GGUF file with a progress bar (about 10-20 s on 2 cores) and
     saves an fp32 copy under :func:`course_cache_dir`; later calls return the directory at once.
     """
-    target = course_cache_dir() / "smollm2-135m-instruct"
-    if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
+    target = converted_model_dir()
+    if bundled_model_prepared():
         return target
     from tqdm.auto import tqdm
 

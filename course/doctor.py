@@ -55,20 +55,25 @@ def _model() -> Check:
     except CourseSettingError as err:
         return Check("model", False, str(err))
     if choice.kind == "bundled":
-        from course.assets import AssetError, bundled_gguf_path, course_cache_dir
+        from course.assets import (
+            AssetError,
+            bundled_gguf_path,
+            bundled_model_prepared,
+            converted_model_dir,
+        )
 
         try:
             gguf = bundled_gguf_path()
         except AssetError as err:
             return Check("model", False, str(err))
-        converted = course_cache_dir() / "smollm2-135m-instruct" / "model.safetensors"
-        if not converted.is_file():
+        converted = converted_model_dir()
+        if not bundled_model_prepared():
             return Check(
                 "model", False,
-                f"{choice.describe()}: GGUF at {gguf}, but no converted copy at {converted.parent}."
+                f"{choice.describe()}: GGUF at {gguf}, but no converted copy at {converted}."
                 " Fix: run `python -m course prepare` (or `make assets`).",
             )
-        return Check("model", True, f"{choice.describe()}; converted copy at {converted.parent}")
+        return Check("model", True, f"{choice.describe()}; converted copy at {converted}")
     try:
         from course.models import _resolve_transformers_source, _server_model_name
 
