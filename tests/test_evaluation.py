@@ -1,8 +1,5 @@
 """Trajectory checks: they flag the three note runs and pass the good trajectories."""
 
-
-import pytest
-
 from course.evaluation import (
     check_trajectory,
     executes_script,
@@ -12,17 +9,7 @@ from course.evaluation import (
     run_instruction_ignored,
     script_runs,
 )
-from course.replay import replay_run
-from course.traces import RECORDINGS_DIR, Run, Step, ToolCall, load_run
-
-RECORDINGS = RECORDINGS_DIR
-NAMES = ["weather_note", "bond_note", "debug_note", "bond_reference_72b", "debug_reference_72b",
-         "bond_ideal_react"]
-
-
-@pytest.fixture(scope="module")
-def replays():
-    return {name: replay_run(load_run(RECORDINGS / f"{name}.json")) for name in NAMES}
+from course.traces import Run, Step, ToolCall
 
 
 def test_checks_flag_exactly_the_intended_runs(replays):

@@ -6,20 +6,11 @@ import pytest
 from smolagents.models import ChatMessage, MessageRole
 
 from course.replay import ReplayExhausted, ReplayModel, replay_run
-from course.traces import RECORDINGS_DIR, Run, Step, TraceError, load_run
-
-RECORDINGS = RECORDINGS_DIR
-NAMES = ["weather_note", "bond_note", "debug_note", "bond_reference_72b", "debug_reference_72b",
-         "bond_ideal_react"]
+from course.traces import Run, Step, TraceError
 
 
-@pytest.fixture(scope="module")
-def note_and_reference_replays():
-    return {name: replay_run(load_run(RECORDINGS / f"{name}.json")) for name in NAMES}
-
-
-def test_weather_replay_takes_three_steps_and_glues_the_sources(note_and_reference_replays):
-    weather = note_and_reference_replays["weather_note"]
+def test_weather_replay_takes_three_steps_and_glues_the_sources(replays):
+    weather = replays["weather_note"]
     assert len(weather.trace.steps) == 3
     assert weather.answer == "Clear sky, around 13-16°C" == weather.trace.final_answer
     queries = [c["query"] for c in weather.tools["web_search"].calls]
@@ -29,8 +20,8 @@ def test_weather_replay_takes_three_steps_and_glues_the_sources(note_and_referen
     assert "13 °C, partly cloudy" in second and "clear sky, +16°" in second
 
 
-def test_bond_replay_draws_once_and_never_searches(note_and_reference_replays):
-    bond = note_and_reference_replays["bond_note"]
+def test_bond_replay_draws_once_and_never_searches(replays):
+    bond = replays["bond_note"]
     assert len(bond.trace.steps) == 1
     assert bond.tools["web_search"].calls == []
     (call,) = bond.tools["image_generator"].calls
@@ -38,27 +29,27 @@ def test_bond_replay_draws_once_and_never_searches(note_and_reference_replays):
     assert bond.trace.final_answer.startswith("<image 512x320")
 
 
-def test_debug_replay_passes_the_script_and_never_runs_it(note_and_reference_replays):
-    debug = note_and_reference_replays["debug_note"]
+def test_debug_replay_passes_the_script_and_never_runs_it(replays):
+    debug = replays["debug_note"]
     assert debug.agent.state["code"].startswith("numbers=[0, 1, 2]")  # additional_args reached the executor
     assert len(debug.trace.steps) == 1 and debug.trace.steps[0].error is None
     assert "numbers[i]" in debug.answer and "range(len(numbers))" in debug.answer
     assert "0\n1\n2" not in debug.trace.steps[0].observation  # nothing printed the list
 
 
-def test_72b_debug_reference_fails_then_fixes_for_real(note_and_reference_replays):
-    ref = note_and_reference_replays["debug_reference_72b"]
+def test_72b_debug_reference_fails_then_fixes_for_real(replays):
+    ref = replays["debug_reference_72b"]
     assert len(ref.trace.steps) == 3
     assert "IndexError" in ref.trace.steps[0].error and ref.trace.steps[1].error is None
     assert "0\n1\n2" in ref.trace.steps[1].observation
 
 
-def test_measured_prompts_grow_and_sit_beside_recorded(note_and_reference_replays):
-    for name, replay in note_and_reference_replays.items():
+def test_measured_prompts_grow_and_sit_beside_recorded(replays):
+    for name, replay in replays.items():
         measured = [s.measured_input_tokens for s in replay.trace.steps]
         assert all(isinstance(m, int) and m > 1000 for m in measured), name
         assert all(b > a for a, b in itertools.pairwise(measured)), name
-    weather = note_and_reference_replays["weather_note"]
+    weather = replays["weather_note"]
     assert [s.input_tokens for s in weather.trace.steps] == [2083, 3345, 4100]
     table = weather.token_table()
     assert "reconstructed from the note" in table and "measured" in table and "9528" in table
