@@ -1,9 +1,26 @@
 """Helpers for the workbook on LLM tool use, code agents and conversation memory.
 
-One module per concept taught (``models``, ``assets``, ``traces``, ``tools``, ``agents``,
-``loop``, ``memory``, ``trimming``, ``evaluation``, ``checks``). Importing the package makes
-offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face model is chosen), before any
-Hugging Face library is imported.
+The map. Top-level modules are the workbook's machinery; each sub-package is one chapter's
+lesson code, and a chapter imports only its own package and earlier ones.
+
+======================  =============================================  =========================
+notebook                lesson code                                    widget
+======================  =============================================  =========================
+00_start_here           (machinery only: settings, models, doctor)     -
+01_tool_calling         course.tools                                   -
+02_code_agent_runs      course.agents                                  widgets.trace_stepper
+03_agent_loop           course.loop                                    widgets.budget_explorer
+04_guarded_agents       course.guards                                  widgets.approval_panel
+05_memory               course.memory, course.checkpoints              -
+06_trimming             course.trimming                                widgets.trim_explorer
+======================  =============================================  =========================
+
+Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each
+library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doctor`,
+:mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
+:mod:`course.checkpoints` (threads and SQLite), :mod:`course.grading` (student edition and the
+class grader). Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a
+Hugging Face model is chosen), before any Hugging Face library is imported.
 """
 
 from course.settings import apply_offline_default

@@ -173,7 +173,7 @@ def _notebooks(sources: Iterable[Path]) -> list[Path]:
 
 
 @dataclass
-class Limits:
+class ResourceLimits:
     """How far one submission may go before the grader stops it."""
 
     cell_timeout_s: int = 60
@@ -314,7 +314,7 @@ def _limited_client_class():
     return LimitedClient
 
 
-def _set_limits(limits: Limits) -> None:
+def _set_limits(limits: ResourceLimits) -> None:
     """Apply the resource limits to this process (and so to the kernel it starts)."""
     os.setsid()
     for name, value in (("RLIMIT_AS", limits.memory_bytes), ("RLIMIT_CPU", limits.cpu_seconds),
@@ -326,7 +326,7 @@ def _set_limits(limits: Limits) -> None:
 
 
 def grade_notebook_in_place(instructor_path: Path, submission_path: Path, student: str,
-                            limits: Limits, executed_path: Path | None = None) -> NotebookResult:
+                            limits: ResourceLimits, executed_path: Path | None = None) -> NotebookResult:
     """Grade one notebook in this process (the worker); the caller provides the isolation."""
     from nbclient.exceptions import DeadKernelError
 
@@ -428,7 +428,7 @@ def grade_notebook_in_place(instructor_path: Path, submission_path: Path, studen
 def _worker_main(job_file: str) -> int:
     """Entry point of a worker process: read the job, grade, write the result as JSON."""
     job = json.loads(Path(job_file).read_text())
-    limits = Limits(**job["limits"])
+    limits = ResourceLimits(**job["limits"])
     result = grade_notebook_in_place(Path(job["instructor"]), Path(job["submission"]),
                                      job["student"], limits, Path(job["executed"]))
     Path(job["result"]).write_text(json.dumps(
@@ -437,12 +437,12 @@ def _worker_main(job_file: str) -> int:
 
 
 def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
-                   limits: Limits | None = None, env: dict[str, str] | None = None,
+                   limits: ResourceLimits | None = None, env: dict[str, str] | None = None,
                    feedback: Path | None = None) -> NotebookResult:
     """Grade one submitted notebook in a worker process under ``limits``, in a temporary copy
     of the student's folder. Never raises for a bad submission: problems become notes.
     ``feedback``: where to save the executed notebook (outputs and all) for the student."""
-    limits = limits or Limits()
+    limits = limits or ResourceLimits()
     instructor_path, submission_path = Path(instructor_path), Path(submission_path)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="course-grading-") as tmp:
@@ -518,7 +518,7 @@ def find_submissions(folder: Path, instructor: dict[str, Path]) -> list[tuple[st
 
 
 def grade_class(submissions: Path, sources: Sequence[Path], out_csv: Path | None = None,
-                workers: int = 2, limits: Limits | None = None,
+                workers: int = 2, limits: ResourceLimits | None = None,
                 feedback_dir: Path | None = None, log=print) -> list[NotebookResult]:
     """Grade every student's notebooks in ``submissions`` against the instructor notebooks in
     ``sources``, ``workers`` at a time; write ``out_csv`` when given, and the executed
@@ -593,10 +593,10 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--feedback", type=Path, default=None,
                     help="folder for the executed notebooks, one sub-folder per student")
     gr.add_argument("--workers", type=int, default=2, help="notebooks graded at once")
-    gr.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout_s)
-    gr.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout_s)
-    gr.add_argument("--memory-gb", type=float, default=Limits.memory_bytes / 2**30)
-    gr.add_argument("--output-cap", type=int, default=Limits.output_bytes_per_cell,
+    gr.add_argument("--cell-timeout", type=int, default=ResourceLimits.cell_timeout_s)
+    gr.add_argument("--notebook-timeout", type=int, default=ResourceLimits.notebook_timeout_s)
+    gr.add_argument("--memory-gb", type=float, default=ResourceLimits.memory_bytes / 2**30)
+    gr.add_argument("--output-cap", type=int, default=ResourceLimits.output_bytes_per_cell,
                     help="bytes of output kept per cell")
     wk = sub.add_parser("_worker", help=argparse.SUPPRESS)
     wk.add_argument("job")
@@ -607,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in write_student_editions(args.sources, args.out):
             print(f"wrote {path}")
         return 0
-    limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+    limits = ResourceLimits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                     memory_bytes=int(args.memory_gb * 2**30),
                     cpu_seconds=max(args.notebook_timeout * 2, 60),
                     output_bytes_per_cell=args.output_cap)

@@ -4,8 +4,8 @@ import json
 
 from langchain_core.messages import HumanMessage
 
-from course.warehouse import build_warehouse_graph
-from widgets.approval import ApprovalPanel
+from course.guards.warehouse import build_warehouse_graph
+from widgets.approval_panel import ApprovalPanel
 
 
 def started_panel(thread: str):

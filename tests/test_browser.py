@@ -80,11 +80,11 @@ TARGETS = [
         Widget("trace_stepper", "Step 1 of", [r"Step 1 of \d+", r"(?i)observation",
                                                r"(?i)tokens"], "next", r"Step 2 of \d+"),
     ]),
-    Target("03_agent_loop.ipynb", "issue 5 (widgets/budgets.py)", [
+    Target("03_agent_loop.ipynb", "issue 5 (widgets/budget_explorer.py)", [
         Widget("budgets", "max steps", [r"(?i)max steps", r"(?i)stop"], "budget", "",
                control="max steps"),
     ]),
-    Target("04_guarded_agents.ipynb", "issue 6 (widgets/approval.py)", [
+    Target("04_guarded_agents.ipynb", "issue 6 (widgets/approval_panel.py)", [
         Widget("approval", "Waiting for approval", [r"Waiting for approval", r"move_stock"],
                "approve", r"amend_declaration"),
     ]),

@@ -2,7 +2,10 @@
 
 import pytest
 
-from course.budgets import (
+from course.agents.offline_tools import make_tools
+from course.agents.traces import Run, TraceStep
+from course.loop.agent_loop import StepDecision, StopReason, StopRules, run_loop
+from course.loop.budgets import (
     BudgetGuard,
     budgeted_code_agent,
     build_budget_graph,
@@ -14,10 +17,7 @@ from course.budgets import (
     scripted_code_model,
     stuck_search_model,
 )
-from course.loop import Decision, Limits, StopReason, ToolCall, run_loop
-from course.offline_tools import make_tools
-from course.traces import Run, Step
-from course.traces import ToolCall as TraceCall
+from course.tools.calls import ToolCall
 
 TASK = "What is the current weather in Paris?"
 
@@ -40,7 +40,7 @@ def smol_run(search, outputs, limits):
 
 
 def test_smolagents_repeat_detection_interrupts_and_keeps_the_trace(search):
-    run, _agent = smol_run(search, [code("current weather in Paris")], Limits(max_steps=8))
+    run, _agent = smol_run(search, [code("current weather in Paris")], StopRules(max_steps=8))
     assert run.stop_reason is StopReason.REPEAT and run.steps == 2
     assert len(run.trace.steps) == 2  # the agent's memory survived the interruption
     assert "scripted" in run.model_name
@@ -48,7 +48,7 @@ def test_smolagents_repeat_detection_interrupts_and_keeps_the_trace(search):
 
 def test_smolagents_token_budget(search):
     outputs = [code(f"weather Paris {i}") for i in range(10)]
-    agent, guard = budgeted_code_agent(search, scripted_code_model(outputs), Limits(
+    agent, guard = budgeted_code_agent(search, scripted_code_model(outputs), StopRules(
         max_steps=8, token_budget=5000))
     run = run_smolagents_with_budget(agent, TASK, guard)
     assert run.stop_reason is StopReason.TOKEN_BUDGET
@@ -60,7 +60,7 @@ def test_smolagents_token_budget(search):
 
 def test_smolagents_cost_budget(search):
     outputs = [code(f"weather Paris {i}") for i in range(10)]
-    agent, guard = budgeted_code_agent(search, scripted_code_model(outputs), Limits(
+    agent, guard = budgeted_code_agent(search, scripted_code_model(outputs), StopRules(
         max_steps=8, cost_budget=0.01, price_per_input_token=3e-6, price_per_output_token=1.5e-5))
     run = run_smolagents_with_budget(agent, TASK, guard)
     assert run.stop_reason is StopReason.COST_BUDGET and guard.total_cost > 0.01
@@ -68,18 +68,18 @@ def test_smolagents_cost_budget(search):
 
 def test_smolagents_max_steps_without_repeats(search):
     outputs = [code(f"weather Paris {i}") for i in range(10)]
-    run, _agent = smol_run(search, outputs, Limits(max_steps=3, repeat_detection=False))
+    run, _agent = smol_run(search, outputs, StopRules(max_steps=3, repeat_detection=False))
     assert run.stop_reason is StopReason.MAX_STEPS and run.steps == 3
 
 
 def test_smolagents_final_answer(search):
     outputs = [code("weather Paris"), 'Thought: done\n<code>\nfinal_answer("13-16 C")\n</code>']
-    run, _agent = smol_run(search, outputs, Limits(max_steps=5))
+    run, _agent = smol_run(search, outputs, StopRules(max_steps=5))
     assert run.stop_reason is StopReason.FINAL_ANSWER and run.final_answer == "13-16 C"
 
 
 def test_guard_ignores_other_steps_and_rejects_nothing_silently():
-    guard = BudgetGuard(Limits())
+    guard = BudgetGuard(StopRules())
     guard(object())  # not an ActionStep: ignored
     assert guard.reason is None and guard.rows == []
     with pytest.raises(ValueError, match="at least one output"):
@@ -95,7 +95,7 @@ def lc_search(search):
 
 
 def searches(n):
-    return [Decision(f"try {i}", ToolCall("web_search", {"query": f"weather Paris {i}"}))
+    return [StepDecision(f"try {i}", ToolCall("web_search", {"query": f"weather Paris {i}"}))
             for i in range(n)]
 
 
@@ -115,7 +115,7 @@ def test_langgraph_budget_in_state(lc_search):
 
 
 def test_langgraph_final_answer(lc_search):
-    graph = build_budget_graph([*searches(1), Decision("ok", final_answer="13 C")], [lc_search])
+    graph = build_budget_graph([*searches(1), StepDecision("ok", final_answer="13 C")], [lc_search])
     run = run_langgraph_with_budget(graph, TASK, token_budget=10**6, recursion_limit=50)
     assert run.stop_reason is StopReason.FINAL_ANSWER and run.final_answer == "13 C"
 
@@ -132,29 +132,29 @@ def test_stuck_search_model_stops_by_each_rule(search):
     def stop(limits):
         return run_loop(TASK, stuck_search_model(), search, limits)
 
-    assert stop(Limits(max_steps=12)).stop_reason is StopReason.REPEAT
-    assert len(stop(Limits(max_steps=12)).steps) == 3
-    assert stop(Limits(max_steps=12, repeat_detection=False)).stop_reason is StopReason.FINAL_ANSWER
-    assert stop(Limits(max_steps=4, repeat_detection=False)).stop_reason is StopReason.MAX_STEPS
-    assert stop(Limits(token_budget=300)).stop_reason is StopReason.TOKEN_BUDGET
+    assert stop(StopRules(max_steps=12)).stop_reason is StopReason.REPEAT
+    assert len(stop(StopRules(max_steps=12)).steps) == 3
+    assert stop(StopRules(max_steps=12, repeat_detection=False)).stop_reason is StopReason.FINAL_ANSWER
+    assert stop(StopRules(max_steps=4, repeat_detection=False)).stop_reason is StopReason.MAX_STEPS
+    assert stop(StopRules(token_budget=300)).stop_reason is StopReason.TOKEN_BUDGET
 
 
 def recorded_weather():
     return Run(TASK, "Qwen3-4B", [
-        Step(1, "s", "", [TraceCall("web_search", {"query": "a"})], "obs1",
+        TraceStep(1, "s", "", [ToolCall("web_search", {"query": "a"})], "obs1",
              input_tokens=2083, output_tokens=60),
-        Step(2, "s", "", [TraceCall("web_search", {"query": "b"})], "obs2",
+        TraceStep(2, "s", "", [ToolCall("web_search", {"query": "b"})], "obs2",
              input_tokens=3345, output_tokens=80),
-        Step(3, "s", "", [TraceCall("final_answer", {"_0": "x"})], "", input_tokens=4100,
+        TraceStep(3, "s", "", [ToolCall("final_answer", {"_0": "x"})], "", input_tokens=4100,
              output_tokens=85, is_final_answer=True)], final_answer="Clear sky", source="recorded")
 
 
 def test_replay_of_a_recorded_run_uses_its_tokens_and_observations():
-    run = replay_recorded_run(recorded_weather(), Limits())
+    run = replay_recorded_run(recorded_weather(), StopRules())
     assert run.stop_reason is StopReason.FINAL_ANSWER and run.input_tokens == 9528
     assert [s.observation for s in run.steps[:2]] == ["obs1", "obs2"]
     assert "[recorded]" in run.model_name
-    cut = replay_recorded_run(recorded_weather(), Limits(token_budget=5000))
+    cut = replay_recorded_run(recorded_weather(), StopRules(token_budget=5000))
     assert cut.stop_reason is StopReason.TOKEN_BUDGET and len(cut.steps) == 2
 
 
@@ -162,4 +162,4 @@ def test_recorded_tools_and_empty_runs():
     registry = recorded_tools(recorded_weather())
     assert registry.names() == ["web_search"]
     with pytest.raises(ValueError, match="no steps"):
-        replay_recorded_run(Run(TASK, "m", []), Limits())
+        replay_recorded_run(Run(TASK, "m", []), StopRules())

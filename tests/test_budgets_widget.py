@@ -2,10 +2,10 @@
 
 import pytest
 
-from course.budgets import stuck_search_model
-from course.loop import StopReason, run_loop
-from course.offline_tools import make_tools
-from widgets.budgets import BudgetsWidget
+from course.agents.offline_tools import make_tools
+from course.loop.agent_loop import StopReason, run_loop
+from course.loop.budgets import stuck_search_model
+from widgets.budget_explorer import BudgetsWidget
 
 TASK = "What is the current weather in Paris?"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from course.catalogue import (
+from course.tools.catalogue import (
     LABELLED_REQUESTS,
     ToolRetriever,
     build_catalogue,

@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from course.confirmation import (
-    Decision,
+from course.guards.confirmation import (
+    ApprovalDecision,
     ScriptedApprover,
     ScriptedPlanModel,
     build_approval_graph,
@@ -17,8 +17,8 @@ from course.confirmation import (
     pending_request,
     run_with_approver,
 )
-from course.tools import ToolGateway, ToolRegistry
-from course.warehouse import build_warehouse_graph
+from course.guards.warehouse import build_warehouse_graph
+from course.tools.registry import ToolGateway, ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +38,7 @@ def test_no_critical_call_executes_before_approval():
     # invoking again without a decision does not run it either
     graph.invoke(None, config)
     assert "move_stock" not in [name for name, _ in warehouse.executed]
-    decide(graph, config, Decision("approve", "human:test"))
+    decide(graph, config, ApprovalDecision("approve", "human:test"))
     assert warehouse.executed[-1][0] == "move_stock"
     assert warehouse.stock_of("RTM", "SKU-100") == 40
 
@@ -47,7 +47,7 @@ def test_edit_changes_the_executed_arguments():
     graph, warehouse = build_warehouse_graph()
     config = start(graph)
     args = dict(pending_request(graph, config)["arguments"], quantity=10)
-    decide(graph, config, Decision("edit", "human:test", args))
+    decide(graph, config, ApprovalDecision("edit", "human:test", args))
     assert warehouse.executed[-1] == ("move_stock", args)
     audit = graph.get_state(config).values["audit"]
     assert audit[-1]["decision"] == "edit" and audit[-1]["executed_arguments"]["quantity"] == 10
@@ -58,7 +58,7 @@ def test_rejection_returns_a_refusal_string_to_the_model():
     graph, warehouse = build_warehouse_graph()
     config = start(graph)
     decide(graph, config, "reject")
-    decide(graph, config, Decision("reject", "human:test"))
+    decide(graph, config, ApprovalDecision("reject", "human:test"))
     state = graph.get_state(config).values
     tool_messages = {m.name: m.content for m in state["messages"] if m.type == "tool"}
     assert "denied" in tool_messages["move_stock"] and "NOT run" in tool_messages["move_stock"]
@@ -72,7 +72,7 @@ def test_rejection_returns_a_refusal_string_to_the_model():
 def test_edit_with_bad_arguments_is_refused_not_run():
     graph, warehouse = build_warehouse_graph()
     config = start(graph)
-    decide(graph, config, Decision("edit", "human:test", {"sku": "SKU-100", "quantity": "lots"}))
+    decide(graph, config, ApprovalDecision("edit", "human:test", {"sku": "SKU-100", "quantity": "lots"}))
     state = graph.get_state(config).values
     assert state["audit"][-1]["status"] == "invalid_arguments"
     assert "move_stock" not in [n for n, _ in warehouse.executed]
@@ -125,9 +125,9 @@ def test_critical_tool_never_runs_without_a_decision_even_with_a_gateway():
 
 def test_bad_input_gets_clear_errors():
     with pytest.raises(ValueError, match="one of"):
-        Decision("maybe")
+        ApprovalDecision("maybe")
     with pytest.raises(ValueError, match="needs the new arguments"):
-        Decision("edit")
+        ApprovalDecision("edit")
     with pytest.raises(ValueError, match="checkpointer"):
         build_approval_graph(None, None, "x", None)
     graph, _ = build_warehouse_graph()
@@ -137,7 +137,7 @@ def test_bad_input_gets_clear_errors():
 
 def test_pending_approval_survives_a_restart(tmp_path):
     db = tmp_path / "approvals.sqlite"
-    cli = [sys.executable, "-m", "course.confirmation", "--db", str(db), "--thread", "T"]
+    cli = [sys.executable, "-m", "course.guards.confirmation", "--db", str(db), "--thread", "T"]
     first = subprocess.run([*cli, "start"], capture_output=True, text=True, cwd=ROOT, check=True)
     assert '"tool": "move_stock"' in first.stdout
     # a second process, like a restarted kernel, finds the call still waiting and approves it

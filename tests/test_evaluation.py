@@ -1,6 +1,6 @@
 """Trajectory checks: they flag the three note runs and pass the good trajectories."""
 
-from course.evaluation import (
+from course.agents.evaluation import (
     check_trajectory,
     executes_script,
     facts_in,
@@ -9,7 +9,8 @@ from course.evaluation import (
     run_instruction_ignored,
     script_runs,
 )
-from course.traces import Run, Step, ToolCall
+from course.agents.traces import Run, TraceStep
+from course.tools.calls import ToolCall
 
 
 def test_checks_flag_exactly_the_intended_runs(replays):
@@ -43,9 +44,9 @@ def test_facts_per_source():
 
 
 def run_with(answer, observation, task="What is the current weather?"):
-    return Run(task, "m", [Step(1, code="print(web_search(query='w'))", observation=observation,
+    return Run(task, "m", [TraceStep(1, code="print(web_search(query='w'))", observation=observation,
                                 tool_calls=[ToolCall("web_search", {"query": "w"})]),
-                           Step(2, is_final_answer=True)], tools=["web_search"], final_answer=answer)
+                           TraceStep(2, is_final_answer=True)], tools=["web_search"], final_answer=answer)
 
 
 OBS = "[A](https://a.example)\n13 °C, partly cloudy\n\n[B](https://b.example)\nclear sky, +16°"
@@ -79,7 +80,7 @@ def test_running_the_script():
 
 
 def test_no_instruction_no_flag():
-    run = Run("Explain this code", "m", [Step(1, code="final_answer('ok')", is_final_answer=True)],
+    run = Run("Explain this code", "m", [TraceStep(1, code="final_answer('ok')", is_final_answer=True)],
               additional_args={"code": "x = 1\nprint(x)\n"})
     assert run_instruction_ignored(run) == []
     run.task = "Run this code and tell me what it prints"

@@ -2,7 +2,8 @@
 
 import pytest
 
-from course.failures import (
+from course.loop.agent_loop import StopReason, StopRules, run_loop
+from course.loop.failures import (
     ConversionAgent,
     FailureDemo,
     Inventory,
@@ -20,7 +21,6 @@ from course.failures import (
     multiply,
     reference_rate,
 )
-from course.loop import Limits, StopReason, run_loop
 
 
 def test_wrong_arguments_are_refused_before_running():
@@ -100,4 +100,4 @@ def test_weather_tool_and_all_rows():
 
 def test_bad_input_to_the_loop_is_rejected():
     with pytest.raises(ValueError):
-        Limits(max_steps=0)
+        StopRules(max_steps=0)

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from course.grading import (
-    Limits,
+    ResourceLimits,
     grade_class,
     graded_cells,
     leaked_solution_lines,
@@ -44,7 +44,7 @@ EXPECTED = {
     "wrong_answers": {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # hidden test; undone
     "malicious":     {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # loop; kernel killed
 }
-TEST_LIMITS = Limits(cell_timeout_s=5, notebook_timeout_s=90, memory_bytes=4 * 2**30,
+TEST_LIMITS = ResourceLimits(cell_timeout_s=5, notebook_timeout_s=90, memory_bytes=4 * 2**30,
                      cpu_seconds=120, output_bytes_per_cell=50_000)
 
 

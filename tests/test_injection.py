@@ -2,8 +2,8 @@
 
 import pytest
 
-from course.confirmation import Decision, ScriptedApprover
-from course.injection import (
+from course.guards.confirmation import ApprovalDecision, ScriptedApprover
+from course.guards.injection import (
     ATTACKER,
     Lab,
     Payload,
@@ -15,7 +15,7 @@ from course.injection import (
     run_naive,
     run_suite,
 )
-from course.tools import ToolError
+from course.tools.registry import ToolError
 
 
 def test_suite_has_30_payloads_of_several_kinds():
@@ -95,4 +95,4 @@ def test_custom_payload_and_bad_runtime():
     assert run_guarded(payload).executed_without_approval == 0
     with pytest.raises(ValueError, match="runtime"):
         run_suite("yolo")
-    assert Decision("approve").as_resume()["action"] == "approve"
+    assert ApprovalDecision("approve").as_resume()["action"] == "approve"

@@ -4,17 +4,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course.loop import (
-    Decision,
-    Limits,
+from course.loop.agent_loop import (
     LoopState,
     ScriptedModel,
+    StepDecision,
     StopReason,
-    ToolCall,
+    StopRules,
     approximate_token_count,
     as_registry,
     run_loop,
 )
+from course.tools.calls import ToolCall
 
 
 def echo(text: str) -> str:
@@ -33,14 +33,14 @@ TOOLS = [echo, flaky]
 
 
 def call(name, **arguments):
-    return Decision(thought=f"use {name}", call=ToolCall(name, arguments))
+    return StepDecision(thought=f"use {name}", call=ToolCall(name, arguments))
 
 
 # ---------------------------------------------------------------- each stop rule, by example
 
 
 def test_final_answer_stops_and_keeps_the_trace():
-    model = ScriptedModel([call("echo", text="hi"), Decision("done", final_answer="hi")])
+    model = ScriptedModel([call("echo", text="hi"), StepDecision("done", final_answer="hi")])
     run = run_loop("say hi", model, TOOLS)
     assert run.stop_reason is StopReason.FINAL_ANSWER
     assert run.final_answer == "hi"
@@ -51,16 +51,16 @@ def test_final_answer_stops_and_keeps_the_trace():
 
 def test_max_steps_stops_a_model_that_never_answers():
     model = ScriptedModel([call("echo", text=str(i)) for i in range(20)])
-    run = run_loop("count", model, TOOLS, Limits(max_steps=4))
+    run = run_loop("count", model, TOOLS, StopRules(max_steps=4))
     assert run.stop_reason is StopReason.MAX_STEPS
     assert len(run.steps) == 4 and run.final_answer is None
 
 
 def test_repeat_detection_stops_the_same_call_with_the_same_result():
-    run = run_loop("loop", ScriptedModel([call("echo", text="x")]), TOOLS, Limits(max_steps=10))
+    run = run_loop("loop", ScriptedModel([call("echo", text="x")]), TOOLS, StopRules(max_steps=10))
     assert run.stop_reason is StopReason.REPEAT and len(run.steps) == 2
     off = run_loop("loop", ScriptedModel([call("echo", text="x")]), TOOLS,
-                   Limits(max_steps=10, repeat_detection=False))
+                   StopRules(max_steps=10, repeat_detection=False))
     assert off.stop_reason is StopReason.MAX_STEPS and len(off.steps) == 10
 
 
@@ -71,14 +71,14 @@ def test_same_call_with_a_different_result_is_not_a_repeat():
         """Tick."""
         return str(next(counter))
 
-    run = run_loop("tick", ScriptedModel([Decision(call=ToolCall("clock"))]), [clock],
-                   Limits(max_steps=5))
+    run = run_loop("tick", ScriptedModel([StepDecision(call=ToolCall("clock"))]), [clock],
+                   StopRules(max_steps=5))
     assert run.stop_reason is StopReason.MAX_STEPS
 
 
 def test_token_budget_stops_before_executing_and_overshoots_by_at_most_one_step():
     model = ScriptedModel([call("echo", text=str(i)) for i in range(50)])
-    run = run_loop("spend", model, TOOLS, Limits(max_steps=50, token_budget=300))
+    run = run_loop("spend", model, TOOLS, StopRules(max_steps=50, token_budget=300))
     assert run.stop_reason is StopReason.TOKEN_BUDGET
     last = run.steps[-1]
     assert run.total_tokens > 300 and run.total_tokens - last.tokens <= 300
@@ -88,7 +88,7 @@ def test_token_budget_stops_before_executing_and_overshoots_by_at_most_one_step(
 
 def test_cost_budget_uses_input_and_output_prices():
     model = ScriptedModel([call("echo", text=str(i)) for i in range(50)])
-    limits = Limits(max_steps=50, cost_budget=0.01, price_per_input_token=1e-5,
+    limits = StopRules(max_steps=50, cost_budget=0.01, price_per_input_token=1e-5,
                     price_per_output_token=1e-4)
     run = run_loop("spend", model, TOOLS, limits)
     assert run.stop_reason is StopReason.COST_BUDGET
@@ -97,7 +97,7 @@ def test_cost_budget_uses_input_and_output_prices():
 
 
 def test_model_error_keeps_the_trace():
-    def broken(state: LoopState) -> Decision:
+    def broken(state: LoopState) -> StepDecision:
         if state.step_number == 3:
             raise ValueError("cannot parse the model output")
         return call("echo", text=str(state.step_number))
@@ -110,7 +110,7 @@ def test_model_error_keeps_the_trace():
 
 def test_model_returning_garbage_is_a_model_error():
     run = run_loop("x", lambda state: "final answer: 4", TOOLS)
-    assert run.stop_reason is StopReason.MODEL_ERROR and "not a Decision" in run.steps[0].note
+    assert run.stop_reason is StopReason.MODEL_ERROR and "not a StepDecision" in run.steps[0].note
 
 
 # ---------------------------------------------------------------- call -> observe
@@ -118,7 +118,7 @@ def test_model_returning_garbage_is_a_model_error():
 
 def test_schema_validation_returns_errors_to_the_model():
     model = ScriptedModel([call("flaky", n="two"), call("nope", x=1), call("echo", text="a", b=2),
-                           Decision(final_answer="gave up")])
+                           StepDecision(final_answer="gave up")])
     run = run_loop("x", model, TOOLS)
     obs = [s.observation for s in run.steps[:3]]
     assert obs[0].startswith("Invalid arguments for tool 'flaky', so it was NOT run")
@@ -130,7 +130,7 @@ def test_schema_validation_returns_errors_to_the_model():
 
 
 def test_a_tool_that_raises_becomes_an_error_observation():
-    run = run_loop("x", ScriptedModel([call("flaky", n=3), Decision(final_answer="no")]), TOOLS)
+    run = run_loop("x", ScriptedModel([call("flaky", n=3), StepDecision(final_answer="no")]), TOOLS)
     assert run.steps[0].error and run.steps[0].executed
     assert "RuntimeError: odd input 3" in run.steps[0].observation
     assert run.steps[0].status == "bug"
@@ -138,18 +138,18 @@ def test_a_tool_that_raises_becomes_an_error_observation():
 
 
 def test_no_action_and_no_answer_is_told_to_the_model():
-    run = run_loop("x", ScriptedModel([Decision("hmm"), Decision(final_answer="ok")]), TOOLS)
+    run = run_loop("x", ScriptedModel([StepDecision("hmm"), StepDecision(final_answer="ok")]), TOOLS)
     assert run.steps[0].error and "no tool call" in run.steps[0].observation
 
 
 def test_plan_is_revised_on_an_observation():
-    def planner(state: LoopState) -> Decision:
+    def planner(state: LoopState) -> StepDecision:
         if state.step_number == 1:
-            return Decision("first try", ToolCall("flaky", {"n": 1}), plan=("run flaky(1)", "answer"))
+            return StepDecision("first try", ToolCall("flaky", {"n": 1}), plan=("run flaky(1)", "answer"))
         if "Error" in (state.last_observation or ""):
-            return Decision("it failed: revise", ToolCall("flaky", {"n": 2}),
+            return StepDecision("it failed: revise", ToolCall("flaky", {"n": 2}),
                             plan=("run flaky(2) instead", "answer"))
-        return Decision("done", final_answer=state.last_observation)
+        return StepDecision("done", final_answer=state.last_observation)
 
     run = run_loop("x", planner, TOOLS, plan=("guess",))
     assert run.plan_history == [("guess",), ("run flaky(1)", "answer"),
@@ -158,22 +158,22 @@ def test_plan_is_revised_on_an_observation():
 
 
 def test_context_grows_every_step_and_compaction_reduces_it():
-    model = ScriptedModel([call("echo", text="word " * 30)] * 5 + [Decision(final_answer="x")])
-    full = run_loop("x", model, TOOLS, Limits(repeat_detection=False))
+    model = ScriptedModel([call("echo", text="word " * 30)] * 5 + [StepDecision(final_answer="x")])
+    full = run_loop("x", model, TOOLS, StopRules(repeat_detection=False))
     grows = [s.input_tokens for s in full.steps]
     assert grows == sorted(grows) and grows[-1] > grows[0]
 
     def keep_last_two(messages):
         return messages[:2] + messages[2:][-2:]
 
-    compact = run_loop("x", model, TOOLS, Limits(repeat_detection=False), compact=keep_last_two)
+    compact = run_loop("x", model, TOOLS, StopRules(repeat_detection=False), compact=keep_last_two)
     assert compact.input_tokens < full.input_tokens
     assert len(compact.messages) == len(full.messages)  # the trace keeps everything
 
 
 def test_recorded_token_counts_are_used_when_given():
-    model = ScriptedModel([Decision(call=ToolCall("echo", {"text": "a"}), input_tokens=2083,
-                                    output_tokens=50), Decision(final_answer="b", input_tokens=4100,
+    model = ScriptedModel([StepDecision(call=ToolCall("echo", {"text": "a"}), input_tokens=2083,
+                                    output_tokens=50), StepDecision(final_answer="b", input_tokens=4100,
                                                                 output_tokens=70)])
     run = run_loop("x", model, TOOLS)
     assert run.input_tokens == 2083 + 4100 and run.total_tokens == 2083 + 4100 + 120
@@ -188,12 +188,12 @@ def test_recorded_token_counts_are_used_when_given():
 ])
 def test_bad_limits_are_rejected_with_a_clear_message(kwargs, words):
     with pytest.raises(ValueError, match=words):
-        Limits(**kwargs)
+        StopRules(**kwargs)
 
 
 def test_bad_task_and_empty_script_are_rejected():
     with pytest.raises(ValueError, match="task"):
-        run_loop("  ", ScriptedModel([Decision(final_answer="x")]))
+        run_loop("  ", ScriptedModel([StepDecision(final_answer="x")]))
     with pytest.raises(ValueError, match="at least one"):
         ScriptedModel([])
 
@@ -201,7 +201,7 @@ def test_bad_task_and_empty_script_are_rejected():
 def test_the_tool_list_is_in_the_system_prompt_and_a_registry_is_accepted():
     registry = as_registry(TOOLS)
     registry.disallow("flaky")
-    run = run_loop("x", ScriptedModel([call("flaky", n=2), Decision(final_answer="no")]), registry)
+    run = run_loop("x", ScriptedModel([call("flaky", n=2), StepDecision(final_answer="no")]), registry)
     assert "echo" in run.messages[0]["content"] and "flaky" not in run.messages[0]["content"]
     assert run.steps[0].status == "not_allowed" and not run.steps[0].executed
 
@@ -219,14 +219,14 @@ arguments = st.one_of(
     st.dictionaries(st.sampled_from(["text", "n", "zzz"]), st.integers(0, 2), max_size=2),
 )
 decisions = st.one_of(
-    st.builds(lambda name, args, thought: Decision(thought, ToolCall(name, args)),
+    st.builds(lambda name, args, thought: StepDecision(thought, ToolCall(name, args)),
               st.sampled_from(["echo", "flaky", "missing"]), arguments, st.text(max_size=30)),
-    st.builds(lambda a: Decision("done", final_answer=a), st.text(max_size=20)),
-    st.builds(lambda t: Decision(t), st.text(max_size=20)),  # neither a call nor an answer
+    st.builds(lambda a: StepDecision("done", final_answer=a), st.text(max_size=20)),
+    st.builds(lambda t: StepDecision(t), st.text(max_size=20)),  # neither a call nor an answer
     st.just("raise"),
 )
 limits = st.builds(
-    Limits,
+    StopRules,
     max_steps=st.integers(1, 12),
     token_budget=st.none() | st.integers(0, 1500),
     cost_budget=st.none() | st.floats(0, 0.05),
@@ -290,6 +290,6 @@ def test_loop_always_stops_within_limits_with_a_recorded_reason(script, limits):
                        min_size=1, max_size=5),
        max_steps=st.integers(1, 10))
 def test_a_model_that_never_answers_is_stopped_by_max_steps_or_repeat(script, max_steps):
-    run = run_loop("never answers", ArbitraryModel(script), TOOLS, Limits(max_steps=max_steps))
+    run = run_loop("never answers", ArbitraryModel(script), TOOLS, StopRules(max_steps=max_steps))
     assert run.stop_reason in (StopReason.MAX_STEPS, StopReason.REPEAT)
     assert len(run.steps) <= max_steps

@@ -1,4 +1,4 @@
-"""course.memory: graph builders, state rules, prompt rendering, persistence, next-token probability.
+"""course.memory.chat_graph: graph builders, state rules, prompt rendering, persistence, next-token probability.
 
 The runtime tests use a *scripted* chat model (LangChain's FakeListChatModel): they are about the
 graph, the checkpointer and the prompt, not about what a model answers. The rendering and
@@ -13,8 +13,9 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from course import memory
-from course.memory import (
+from course.checkpoints import sqlite_checkpointer, thread_config
+from course.memory import chat_graph as memory
+from course.memory.chat_graph import (
     LanguageState,
     PromptRecorder,
     build_chat_graph,
@@ -25,8 +26,6 @@ from course.memory import (
     render_prompt,
     run_threads_concurrently,
     saved_messages,
-    sqlite_checkpointer,
-    thread_config,
 )
 
 
@@ -140,7 +139,7 @@ def test_sqlite_survives_a_new_process(tmp_path):
     app = build_chat_graph(scripted("hello Bob", "you are Bob"), checkpointer=sqlite_checkpointer(db))
     for text in ("Hi! I'm Bob", "What's my name?"):
         app.invoke({"messages": [HumanMessage(text)]}, thread_config("bob"))
-    out = subprocess.run([sys.executable, "-m", "course.memory", "read", str(db), "bob"],
+    out = subprocess.run([sys.executable, "-m", "course.memory.chat_graph", "read", str(db), "bob"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [
         {"type": "human", "content": "Hi! I'm Bob"}, {"type": "ai", "content": "hello Bob"},
@@ -155,7 +154,7 @@ def test_sqlite_bad_input(tmp_path):
         sqlite_checkpointer(tmp_path)
     with pytest.raises(FileNotFoundError, match="write a conversation first"):
         read_thread_from_file(tmp_path / "missing.sqlite", "t")
-    out = subprocess.run([sys.executable, "-m", "course.memory"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "course.memory.chat_graph"], capture_output=True, text=True)
     assert out.returncode == 2 and "usage" in out.stderr
 
 

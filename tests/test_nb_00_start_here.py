@@ -1,13 +1,7 @@
 """The first notebook: environment check, the model answers, a bad setting, exercise feedback."""
 
-import pytest
 
-from nbharness import execute_notebook
-
-
-@pytest.fixture(scope="module")
-def run():
-    return execute_notebook("00_start_here.ipynb")
+NOTEBOOK = "00_start_here.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_environment_check_passes_in_the_notebook(run):

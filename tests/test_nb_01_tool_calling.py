@@ -2,16 +2,7 @@
 
 import re
 
-import pytest
-
-from nbharness import execute_notebook
-
-
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("01_tool_calling.ipynb")
-    print(f"\n01_tool_calling.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "01_tool_calling.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_schema_from_typed_function_and_prompt(run):
@@ -90,7 +81,7 @@ def test_deterministic_sales_and_unbacked_answer(run):
 
 
 def test_catalogue_and_recall(run):
-    from course.catalogue import ToolRetriever, build_catalogue, recall_at_k
+    from course.tools.catalogue import ToolRetriever, build_catalogue, recall_at_k
 
     assert "122 tools in the catalogue" in run.text("catalogue")
     recall, _ = recall_at_k(ToolRetriever(build_catalogue()), k=5)

@@ -2,16 +2,7 @@
 
 import re
 
-import pytest
-
-from nbharness import execute_notebook
-
-
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("02_code_agent_runs.ipynb")
-    print(f"02_code_agent_runs.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "02_code_agent_runs.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_recordings_are_listed_with_their_labels(run):

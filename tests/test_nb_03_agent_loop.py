@@ -4,16 +4,10 @@ import re
 
 import pytest
 
-from nbharness import execute_notebook
-
 pytestmark = pytest.mark.notebook
 
 
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("03_agent_loop.ipynb")
-    print(f"03_agent_loop.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "03_agent_loop.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_bond_trajectory_searches_then_generates_the_searched_car(run):

@@ -2,16 +2,7 @@
 
 import re
 
-import pytest
-
-from nbharness import execute_notebook
-
-
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("04_guarded_agents.ipynb")
-    print(f"04_guarded_agents.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "04_guarded_agents.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_graph_stops_before_the_critical_call(run):

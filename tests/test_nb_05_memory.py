@@ -4,14 +4,7 @@ import re
 
 import pytest
 
-from nbharness import execute_notebook
-
-
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("05_memory.ipynb")
-    print(f"\n05_memory.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "05_memory.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def _probabilities(text: str) -> dict[str, float]:

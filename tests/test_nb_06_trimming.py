@@ -4,19 +4,11 @@ import ast
 import re
 from itertools import pairwise
 
-import pytest
-
-from nbharness import execute_notebook
-
 SEVEN = ["You're a good assistant.", "What's 2 + 2?", "4.", "Thanks!", "No problem!",
          "Having fun?", "Yes!"]
 
 
-@pytest.fixture(scope="module")
-def run():
-    result = execute_notebook("06_trimming.ipynb")
-    print(f"\n06_trimming.ipynb executed in {result.seconds:.1f} s")
-    return result
+NOTEBOOK = "06_trimming.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def _list_after(text: str, label: str) -> list:

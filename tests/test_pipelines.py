@@ -2,8 +2,8 @@
 
 import pytest
 
-from course.loop import LoopState
-from course.pipelines import Attempt, Comparison, LocalModelPolicy, compare, parse_department
+from course.loop.agent_loop import LoopState
+from course.loop.pipelines import Attempt, Comparison, LocalModelPolicy, compare, parse_department
 
 
 def test_parse_department():

@@ -1,10 +1,10 @@
-"""course.prefix_cache: reusing the cached prefix changes no output (no timing assertions)."""
+"""course.memory.prefix_cache: reusing the cached prefix changes no output (no timing assertions)."""
 
 import itertools
 
 import pytest
 
-from course.prefix_cache import (
+from course.memory.prefix_cache import (
     PrefixReuseReport,
     TurnTiming,
     _FirstTokenClock,

@@ -4,14 +4,13 @@ from typing import Literal
 
 import pytest
 
-from course.protocol import (
+from course.tools.protocol import (
     parse_model_output,
-    run_tool_loop,
     template_renders_tools,
     tool_prompt_messages,
     validity,
 )
-from course.tools import ToolRegistry
+from course.tools.registry import ToolRegistry
 
 
 def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> str:
@@ -72,7 +71,7 @@ def test_strict_parsing_needs_the_call_first():
 def test_mcp_server_round_trip():
     import asyncio
 
-    from course.mcp_server import connect, langchain_tools
+    from course.tools.mcp_server import connect, langchain_tools
 
     async def scenario():
         async with connect() as session:
@@ -108,20 +107,6 @@ class _PlainTokenizer:
     chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 
 
-class ScriptedLocal:
-    """A scripted stand-in for the local model: the lesson here is the runtime, not the model."""
-
-    tokenizer = _PlainTokenizer()
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.seen = []
-
-    def generate(self, messages, max_new_tokens=48):
-        self.seen.append(list(messages))
-        return self.replies.pop(0)
-
-
 def test_tool_prompt_puts_tools_in_system_message(registry):
     assert not template_renders_tools(_PlainTokenizer())
     messages = tool_prompt_messages([{"role": "system", "content": "Be brief."},
@@ -129,31 +114,6 @@ def test_tool_prompt_puts_tools_in_system_message(registry):
                                     registry.schemas(), _PlainTokenizer())
     assert messages[0]["role"] == "system" and '"name": "get_weather"' in messages[0]["content"]
     assert messages[0]["content"].endswith("Be brief.") and len(messages) == 2
-
-
-def test_loop_appends_tool_messages_and_stops_on_text(registry):
-    local = ScriptedLocal([
-        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "units": "K"}}'
-        '</tool_call>',
-        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>',
-        "It is 14 degrees in Oslo.",
-    ])
-    steps, conversation = run_tool_loop(local, registry, [{"role": "user", "content": "Oslo?"}])
-    assert [s.parsed.kind for s in steps] == ["call", "call", "text"]
-    assert steps[0].result.status == "invalid_arguments" and "'units'" in steps[0].result.content
-    assert steps[1].result.content == "Oslo: 14 degrees"
-    assert [m["role"] for m in conversation] == ["system", "user", "assistant", "tool",
-                                                 "assistant", "tool", "assistant"]
-    assert conversation[5] == {"role": "tool", "name": "get_weather",
-                               "content": "Oslo: 14 degrees"}
-
-
-def test_loop_reports_malformed_calls_and_respects_max_steps(registry):
-    local = ScriptedLocal(["<tool_call>{oops"] * 2)
-    steps, conversation = run_tool_loop(local, registry, [{"role": "user", "content": "x"}],
-                                        max_steps=2)
-    assert len(steps) == 2 and steps[0].result.status == "malformed_call"
-    assert "could not be parsed" in conversation[3]["content"]
 
 
 # --- constrained decoding: the processor with the real tokenizer and random scores ---------
@@ -170,7 +130,7 @@ def tokenizer():
 def _decode_with_random_scores(tokenizer, schemas, seed, steps=60):
     import torch
 
-    from course.constrained import ToolCallLogitsProcessor
+    from course.tools.constrained import ToolCallLogitsProcessor
 
     processor = ToolCallLogitsProcessor(tokenizer, schemas)
     generator = torch.Generator().manual_seed(seed)
@@ -195,7 +155,7 @@ def test_any_scores_give_a_valid_call(tokenizer, registry, seed):
 
 
 def test_forced_prefix_and_completion(tokenizer, registry):
-    from course.constrained import ToolCallLogitsProcessor
+    from course.tools.constrained import ToolCallLogitsProcessor
 
     one_tool = registry.schemas(["get_weather"])
     forced = ToolCallLogitsProcessor(tokenizer, one_tool).forced_prefix()
@@ -205,7 +165,7 @@ def test_forced_prefix_and_completion(tokenizer, registry):
 
 
 def test_processor_rejects_unsupported_schemas(tokenizer):
-    from course.constrained import ToolCallLogitsProcessor
+    from course.tools.constrained import ToolCallLogitsProcessor
 
     with pytest.raises(ValueError, match="at least one"):
         ToolCallLogitsProcessor(tokenizer, [])

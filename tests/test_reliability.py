@@ -2,7 +2,7 @@
 
 import pytest
 
-from course.reliability import (
+from course.loop.reliability import (
     chain_success,
     chain_success_with_recovery,
     simulate_chain,
@@ -47,7 +47,7 @@ def test_bad_input_is_rejected(call):
 
 def test_plot_has_one_line_per_rate_and_recovery(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    from course.reliability import plot_success_curves
+    from course.loop.reliability import plot_success_curves
 
     fig = plot_success_curves((0.95, 0.9), max_steps=12)
     assert len(fig.axes[0].lines) == 2 * 2 + 2

@@ -5,8 +5,8 @@ import itertools
 import pytest
 from smolagents.models import ChatMessage, MessageRole
 
-from course.replay import ReplayExhausted, ReplayModel, replay_run
-from course.traces import Run, Step, TraceError
+from course.agents.replay import ReplayExhausted, ReplayModel, replay_run
+from course.agents.traces import Run, TraceError, TraceStep
 
 
 def test_weather_replay_takes_three_steps_and_glues_the_sources(replays):
@@ -66,21 +66,21 @@ def test_replay_model_cuts_at_stop_sequences_and_runs_out_clearly():
 
 
 def test_replay_rejects_bad_input():
-    with pytest.raises(TypeError, match=r"course\.traces\.Run"):
+    with pytest.raises(TypeError, match=r"course\.agents\.traces\.Run"):
         replay_run({"task": "x"})
     with pytest.raises(TraceError, match="'steps' is empty"):
         replay_run(Run("t", "m", []))
 
 
 def test_replay_without_tokenizer_measures_nothing():
-    run = Run("t", "m", [Step(1, thought="done", code="final_answer(3)", is_final_answer=True)])
+    run = Run("t", "m", [TraceStep(1, thought="done", code="final_answer(3)", is_final_answer=True)])
     replay = replay_run(run, tokenizer=None)
     assert replay.answer == 3 and replay.trace.steps[0].measured_input_tokens is None
 
 
 # ----- the offline tools -----
 def test_search_interface_and_naive_ranking():
-    from course.offline_tools import OfflineWebSearchTool, load_corpus
+    from course.agents.offline_tools import OfflineWebSearchTool, load_corpus
 
     tool = OfflineWebSearchTool()
     assert (tool.name, tool.inputs["query"]["type"], tool.output_type) == ("web_search", "string", "string")
@@ -98,7 +98,7 @@ def test_search_interface_and_naive_ranking():
 
 
 def test_bad_corpus_names_the_field(tmp_path):
-    from course.offline_tools import load_corpus
+    from course.agents.offline_tools import load_corpus
 
     path = tmp_path / "c.json"
     path.write_text('{"pages": [{"title": "t", "link": "l"}]}')
@@ -109,7 +109,7 @@ def test_bad_corpus_names_the_field(tmp_path):
 def test_image_tool_draws_a_real_png(tmp_path):
     from PIL import Image
 
-    from course.offline_tools import OfflineImageTool, make_tools
+    from course.agents.offline_tools import OfflineImageTool, make_tools
 
     tool = OfflineImageTool(out_dir=tmp_path)
     image = tool("Aston Martin DB5")

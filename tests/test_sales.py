@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from course.sales import categories, load_sales, numbers_backed_by_tool, sales_summary
-from course.tools import ToolError, ToolRegistry
+from course.tools.registry import ToolError, ToolRegistry
+from course.tools.sales import categories, load_sales, numbers_backed_by_tool, sales_summary
 
 
 def test_dataset_is_shipped():

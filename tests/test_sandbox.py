@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from course.sandbox import (
+from course.guards.sandbox import (
     CANARY_VARIABLE,
     EscapeAttempt,
     escape_attempts,

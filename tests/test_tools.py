@@ -5,7 +5,7 @@ from typing import Literal
 
 import pytest
 
-from course.tools import REFUSALS, ToolError, ToolGateway, ToolRegistry, ToolResult
+from course.tools.registry import REFUSALS, ToolError, ToolGateway, ToolRegistry, ToolResult
 
 
 def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> str:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from course.evaluation import Flag
-from course.traces import RECORDINGS_DIR, Run, Step, TraceError, save_run
+from course.agents.evaluation import Flag
+from course.agents.traces import RECORDINGS_DIR, Run, TraceError, TraceStep, save_run
 from widgets.trace_stepper import TraceStepper, prompt_tokens_figure
 
 RECORDINGS = RECORDINGS_DIR
@@ -13,12 +13,12 @@ RECORDINGS = RECORDINGS_DIR
 
 def three_steps() -> Run:
     return Run("find it", "m", [
-        Step(1, thought="look", code="print(web_search(query='a'))", observation="first page",
+        TraceStep(1, thought="look", code="print(web_search(query='a'))", observation="first page",
              input_tokens=100, output_tokens=5, measured_input_tokens=90, measured_output_tokens=4),
-        Step(2, thought="again", code="print(web_search(query='b'))", observation="second page",
+        TraceStep(2, thought="again", code="print(web_search(query='b'))", observation="second page",
              error="ValueError: boom", input_tokens=150, output_tokens=6, measured_input_tokens=140,
              measured_output_tokens=5),
-        Step(3, thought="done", code="final_answer('x')", observation="x", input_tokens=210,
+        TraceStep(3, thought="done", code="final_answer('x')", observation="x", input_tokens=210,
              output_tokens=7, is_final_answer=True, measured_input_tokens=190, measured_output_tokens=6),
     ], tools=["web_search"], final_answer="x", title="demo", source="recorded")
 
@@ -106,5 +106,5 @@ def test_bad_traces_raise_before_any_widget(tmp_path):
         TraceStepper(run)
     with pytest.raises(TraceError, match="'steps' is empty"):
         TraceStepper(Run("t", "m", []))
-    with pytest.raises(TraceError, match=r"needs a course\.traces\.Run"):
+    with pytest.raises(TraceError, match=r"needs a course\.agents\.traces\.Run"):
         TraceStepper({"task": "t"})

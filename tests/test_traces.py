@@ -4,12 +4,11 @@ import json
 
 import pytest
 
-from course.traces import (
+from course.agents.traces import (
     RECORDINGS_DIR,
     Run,
-    Step,
-    ToolCall,
     TraceError,
+    TraceStep,
     load_run,
     run_from_json,
     run_from_smolagents,
@@ -17,15 +16,16 @@ from course.traces import (
     split_thought_and_code,
     tool_calls_in_code,
 )
+from course.tools.calls import ToolCall
 
 RECORDINGS = RECORDINGS_DIR
 
 
 def small_run() -> Run:
     return Run(task="t", model_id="m", tools=["web_search"], steps=[
-        Step(1, thought="search", code='print(web_search(query="x"))',
+        TraceStep(1, thought="search", code='print(web_search(query="x"))',
              tool_calls=[ToolCall("web_search", {"query": "x"})], input_tokens=10, output_tokens=3),
-        Step(2, code='final_answer("y")', input_tokens=20, output_tokens=4, is_final_answer=True),
+        TraceStep(2, code='final_answer("y")', input_tokens=20, output_tokens=4, is_final_answer=True),
     ], final_answer="y")
 
 

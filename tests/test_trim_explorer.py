@@ -4,7 +4,7 @@ trim_messages would, and the reasons shown agree with the four rules."""
 import pytest
 from langchain_core.messages import trim_messages
 
-from course.trimming import REASON_FITS, REASON_SYSTEM, parse_conversation
+from course.trimming.policy import REASON_FITS, REASON_SYSTEM, parse_conversation
 from widgets.trim_explorer import GPT2, MODEL, OWN, TOY, TrimExplorer
 
 WORKED = "worked example (note)"

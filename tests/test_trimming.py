@@ -1,4 +1,4 @@
-"""course.trimming: the kept set is trim_messages' own, the reasons follow the four rules."""
+"""course.trimming.policy: the kept set is trim_messages' own, the reasons follow the four rules."""
 
 import random
 
@@ -6,8 +6,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, trim_messages
 
-from course.memory import PromptRecorder, saved_messages
-from course.trimming import (
+from course.memory.chat_graph import PromptRecorder, saved_messages
+from course.trimming.policy import (
     REASON_FITS,
     REASON_SYSTEM,
     ModelTokenCounter,

@@ -2,14 +2,14 @@
 
 import pytest
 
-from course.tools import ToolError
-from course.warehouse import (
+from course.guards.warehouse import (
     SPECIALIST_TOOLS,
     Coordinator,
     Warehouse,
     load_systems,
     monolithic_prompt,
 )
+from course.tools.registry import ToolError
 
 
 def test_systems_ship_with_the_package():

@@ -1,6 +1,6 @@
 """A widget to step through an agent trace: code, observation, tokens and flags, one step at a time.
 
-``TraceStepper(trace)`` takes a :class:`~course.traces.Run` (recorded, replayed or live) or the
+``TraceStepper(trace)`` takes a :class:`~course.agents.traces.Run` (recorded, replayed or live) or the
 path of a saved trace. Previous/next buttons and a slider (range 1..number of steps) choose the
 step; the view shows the step's thought, its code highlighted with pygments, the observation or
 error, the step's input/output tokens and the cumulative input total (recorded and measured
@@ -9,7 +9,7 @@ it, a matplotlib plot of prompt tokens per step.
 
 The view is computed by plain methods (:meth:`TraceStepper.step_html`,
 :meth:`TraceStepper.step_text`), so it can be tested without a browser; the widget only renders
-them. A trace that is malformed or truncated raises :class:`~course.traces.TraceError` naming the
+them. A trace that is malformed or truncated raises :class:`~course.agents.traces.TraceError` naming the
 field before any widget is built.
 
 Not handled: image observations (shown as their text), editing a trace, live updates while a run
@@ -24,14 +24,14 @@ import io
 from pathlib import Path
 from typing import Any
 
-from course.traces import Run, TraceError, load_run
+from course.agents.traces import Run, TraceError, load_run
 
 
 def _validated(trace: Run | str | Path) -> Run:
     if isinstance(trace, (str, Path)):
         return load_run(trace)
     if not isinstance(trace, Run):
-        raise TraceError(f"TraceStepper needs a course.traces.Run or a path to a saved trace, got "
+        raise TraceError(f"TraceStepper needs a course.agents.traces.Run or a path to a saved trace, got "
                          f"{type(trace).__name__}.")
     run = Run.from_dict(trace.to_dict(), where=trace.title or "trace")  # same checks as a file
     if not run.steps:
@@ -98,7 +98,7 @@ class TraceStepper:
     def __init__(self, trace: Run | str | Path, flags: list | None = None, plot: bool = True):
         self.run = _validated(trace)
         if flags is None:
-            from course.evaluation import check_trajectory
+            from course.agents.evaluation import check_trajectory
 
             flags = check_trajectory(self.run)
         self.flags = list(flags)

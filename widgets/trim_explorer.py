@@ -3,8 +3,8 @@
 Controls: the message list (the worked example, the original 11 messages, or your own lines
 ``role: text``), a budget slider, strategy (last/first), include_system, start_on (human or
 none) and the counter (toy / GPT-2 fallback / the model's tokenizer). Every change calls
-:func:`course.trimming.trim_and_explain`: LangChain's ``trim_messages`` decides what is kept,
-the widget only renders the :class:`~course.trimming.TrimReport` (each message kept or dropped
+:func:`course.trimming.policy.trim_and_explain`: LangChain's ``trim_messages`` decides what is kept,
+the widget only renders the :class:`~course.trimming.policy.TrimReport` (each message kept or dropped
 with its reason, and the token total).
 
 With strategy ``first``, ``trim_messages`` refuses include_system and start_on, so those two
@@ -24,7 +24,7 @@ from typing import Any
 import ipywidgets as w
 from langchain_core.messages import BaseMessage
 
-from course.trimming import (
+from course.trimming.policy import (
     TrimReport,
     eleven_messages,
     parse_conversation,
@@ -48,7 +48,7 @@ def default_counters() -> dict[str, Callable[[], Any]]:
         return chat_model()  # LangChain's own fallback: pass the chat model itself
 
     def model():
-        from course.trimming import ModelTokenCounter
+        from course.trimming.policy import ModelTokenCounter
 
         return ModelTokenCounter()
 

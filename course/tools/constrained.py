@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from course.protocol import CALL_CLOSE, CALL_OPEN
+from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
 MAX_STRING_TOKENS = 8
 MAX_DIGIT_TOKENS = 4

@@ -1,7 +1,7 @@
 """Approve / edit / reject buttons for a LangGraph run waiting in ``interrupt()``.
 
 The widget shows the pending call (tool, risk, arguments as editable JSON) and resumes the graph
-with :func:`course.confirmation.decide` when a button is clicked; then it shows the next pending
+with :func:`course.guards.confirmation.decide` when a button is clicked; then it shows the next pending
 call, or the run's last message when nothing is waiting. It computes nothing itself: the graph
 and the gateway decide what runs. Clicking works in pure Python too
 (``panel.approve_button.click()``), which is how the tests drive it.
@@ -15,28 +15,28 @@ import html
 import json
 from typing import Any
 
-import ipywidgets as widgets
+import ipywidgets as w
 
-from course.confirmation import Decision, decide, pending_request
+from course.guards.confirmation import ApprovalDecision, decide, pending_request
 
 
-class ApprovalPanel(widgets.VBox):
+class ApprovalPanel(w.VBox):
     """A panel for one graph thread: the pending call and three buttons that resume it."""
 
     def __init__(self, graph: Any, config: dict, approver: str = "human:notebook") -> None:
         self.graph, self.config, self.approver = graph, config, approver
-        self.request_view = widgets.HTML()
-        self.arguments = widgets.Textarea(layout=widgets.Layout(width="100%", height="120px"),
+        self.request_view = w.HTML()
+        self.arguments = w.Textarea(layout=w.Layout(width="100%", height="120px"),
                                           description="arguments")
-        self.approve_button = widgets.Button(description="Approve", button_style="success")
-        self.edit_button = widgets.Button(description="Edit & approve", button_style="warning")
-        self.reject_button = widgets.Button(description="Reject", button_style="danger")
-        self.status = widgets.HTML()
-        self.decisions: list[Decision] = []
+        self.approve_button = w.Button(description="Approve", button_style="success")
+        self.edit_button = w.Button(description="Edit & approve", button_style="warning")
+        self.reject_button = w.Button(description="Reject", button_style="danger")
+        self.status = w.HTML()
+        self.decisions: list[ApprovalDecision] = []
         self.approve_button.on_click(lambda _: self._send("approve"))
         self.edit_button.on_click(lambda _: self._send("edit"))
         self.reject_button.on_click(lambda _: self._send("reject"))
-        buttons = widgets.HBox([self.approve_button, self.edit_button, self.reject_button])
+        buttons = w.HBox([self.approve_button, self.edit_button, self.reject_button])
         super().__init__([self.request_view, self.arguments, buttons, self.status])
         self.refresh()
 
@@ -75,7 +75,7 @@ class ApprovalPanel(widgets.VBox):
                                      f"JSON ({html.escape(str(err))}); fix them and click again."
                                      "</span>")
                 return
-        decision = Decision(action, self.approver, arguments)
+        decision = ApprovalDecision(action, self.approver, arguments)
         decide(self.graph, self.config, decision)
         self.decisions.append(decision)
         self.status.value = f"sent: {html.escape(action)} by {html.escape(self.approver)}"

@@ -13,8 +13,8 @@ Defences are structural, not text filters:
    tool-role message, never in the system or user turn. (This helps a model keep data and
    instructions apart; it stops nothing by itself.)
 2. **Side-effecting tools only through confirmation.** ``send_email`` and ``post_message`` are
-   ``critical`` in the :class:`~course.tools.ToolGateway`; the run goes through the approval graph
-   of :mod:`course.confirmation`, which stops before each of them. Nothing the model writes can
+   ``critical`` in the :class:`~course.tools.registry.ToolGateway`; the run goes through the approval graph
+   of :mod:`course.guards.confirmation`, which stops before each of them. Nothing the model writes can
    reach them without a decision.
 3. **Allowlists.** The session's tool allowlist leaves out ``delete_file``; ``fetch_page`` only
    reaches allowlisted hosts, so a URL that carries data to an attacker's host is refused before
@@ -42,7 +42,8 @@ from urllib.parse import urlparse
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from course.tools import ToolError, ToolGateway, ToolRegistry
+from course.checkpoints import thread_config
+from course.tools.registry import ToolError, ToolGateway, ToolRegistry
 
 ALLOWED_HOSTS = ("docs.example.com", "intranet.example.com")
 SESSION_TOOLS = ["fetch_page", "read_document", "read_email", "send_email", "post_message"]
@@ -379,19 +380,19 @@ def run_guarded(payload: Payload, model_factory: Callable[[Payload], Any] = obey
                 approver: Callable[[dict], Any] | None = None) -> InjectionOutcome:
     """Tagged outputs, session allowlist, host allowlist, side effects only after confirmation.
 
-    The approval graph of :mod:`course.confirmation` runs the session; ``approver`` is the
+    The approval graph of :mod:`course.guards.confirmation` runs the session; ``approver`` is the
     human (default: a scripted approver that rejects, since the user asked for no action).
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from course.confirmation import ScriptedApprover, build_approval_graph, run_with_approver
+    from course.guards.confirmation import ScriptedApprover, build_approval_graph, run_with_approver
 
     lab = Lab(payload, guarded=True)
     gateway = ToolGateway(lab.registry(), grants={USER: {"read", "write", "critical"}})
     model = model_factory(payload)
     graph = build_approval_graph(gateway, model, USER, InMemorySaver())
     approver = approver or ScriptedApprover(default="reject", approver="scripted:human")
-    state = run_with_approver(graph, {"configurable": {"thread_id": payload.name}},
+    state = run_with_approver(graph, thread_config(payload.name),
                               USER_REQUEST, approver)
     attempted, outcomes = [], []
     audit = {e["call_id"]: e for e in state.get("audit", [])}

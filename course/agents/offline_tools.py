@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from smolagents import Tool
 
-CORPUS_PATH = Path(__file__).resolve().parent / "data" / "search_corpus.json"
+CORPUS_PATH = Path(__file__).resolve().parents[1] / "data" / "search_corpus.json"
 STOP_WORDS = frozenset(
     "a an and are at by for from in is it me my of on or the to what which who with".split()
 )

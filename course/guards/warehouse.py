@@ -3,7 +3,7 @@
 The internal "systems" are small JSON files shipped in ``course/data/warehouse/`` (inventory,
 transport, customs, order book), loaded into a :class:`Warehouse` that the tools read and change.
 
-- Each :class:`Specialist` has short instructions and its OWN :class:`~course.tools.ToolRegistry`
+- Each :class:`Specialist` has short instructions and its OWN :class:`~course.tools.registry.ToolRegistry`
   holding only its tools: supply (``get_stock``, ``move_stock``), transit (``find_lane``,
   ``book_transfer``), export (``get_declaration``, ``amend_declaration``). It reads its system
   through its registry and *proposes* actions in its area; it executes nothing that writes.
@@ -11,7 +11,7 @@ transport, customs, order book), loaded into a :class:`Warehouse` that the tools
   the proposals and assembles one :class:`CoordinatedPlan`, after checking the proposals against
   the order and against each other (:func:`check_consistency`).
 - Moving stock and changing an export declaration are ``critical``: the plan is executed through
-  :mod:`course.confirmation`, which stops before each of them for a human decision.
+  :mod:`course.guards.confirmation`, which stops before each of them for a human decision.
 
 The specialists' decisions are rule-based (scripted): the lesson here is the structure (who sees
 which tools and instructions, what is handed over, how a lost field is detected), not the quality
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from course.tools import ToolError, ToolGateway, ToolRegistry
+from course.tools.registry import ToolError, ToolGateway, ToolRegistry
 
 DATA_PACKAGE = "course.data"
 SYSTEM_FILES = ("stock.json", "transit.json", "export.json", "orders.json")
@@ -425,7 +425,8 @@ def build_warehouse_graph(db_path: str | None = None, order_id: str = "ORD-1",
     gateway, critical calls wait for a decision. With ``db_path`` the graph checkpoints to
     SQLite, so another process can resume it. Returns the graph and its warehouse.
     """
-    from course.confirmation import ScriptedPlanModel, build_approval_graph, sqlite_checkpointer
+    from course.checkpoints import sqlite_checkpointer
+    from course.guards.confirmation import ScriptedPlanModel, build_approval_graph
 
     warehouse = Warehouse()
     plan = Coordinator(warehouse).plan(order_id)

@@ -34,13 +34,13 @@ transform=None, checkpointer=None, recorder=None)`` -> a compiled LangGraph app.
     P(target | chat prompt of ``messages`` + assistant text ``prefix``), from the logits.
 
 ``sqlite_checkpointer(path)`` -> a ``SqliteSaver`` on a file; ``read_thread_from_file(path,
-    thread_id)`` reads a thread back without any model (also ``python -m course.memory read
+    thread_id)`` reads a thread back without any model (also ``python -m course.memory.chat_graph read
     DB THREAD``, which prints JSON: what a second process sees).
 
 ``run_threads_concurrently(app, conversations)`` -> ``{thread_id: [replies]}``: each thread's
     turns run in its own Python thread, all at the same time, against one app.
 
-What this module does not do: trim (see :mod:`course.trimming`), summarise, count tokens for a
+What this module does not do: trim (see :mod:`course.trimming.policy`), summarise, count tokens for a
 budget, or make a 135M model answer correctly. Servers (``ChatOpenAI``) work with the graph
 builders, but :func:`render_prompt` can then only show a role/content transcript, and
 :func:`next_token_probability` needs a model loaded in the kernel.
@@ -61,6 +61,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
+
+from course.checkpoints import thread_config
+
+LANGUAGE_TEMPLATE = (
+    "You are a helpful assistant. Answer all questions to the best of your ability in {language}."
+)
+"""The system instruction of the original notebook's language graph (thread "abc456")."""
 
 MODEL_NODE = "model"
 
@@ -109,16 +116,6 @@ class PromptRecorder:
 
     def __len__(self) -> int:
         return len(self.calls)
-
-
-def thread_config(thread_id: str) -> dict:
-    """The config that selects a conversation: ``{"configurable": {"thread_id": ...}}``."""
-    if not isinstance(thread_id, str) or not thread_id.strip():
-        raise ValueError(
-            f"thread_id must be a non-empty string, got {thread_id!r}. Fix: name the "
-            "conversation, e.g. thread_config('abc123')."
-        )
-    return {"configurable": {"thread_id": thread_id}}
 
 
 def make_prompt(system_template: str | None = None) -> ChatPromptTemplate:
@@ -299,23 +296,6 @@ def next_token_probability(
 
 # --- persistence in a file, and threads side by side --------------------------------------
 
-def sqlite_checkpointer(path: str | Path):
-    """A ``SqliteSaver`` writing checkpoints to the file ``path`` (created if missing).
-
-    The connection allows use from several Python threads; SqliteSaver serialises writes.
-    """
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = Path(path)
-    if path.exists() and path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory; give a file name like memory.sqlite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
-    return saver
-
-
 def read_thread_from_file(path: str | Path, thread_id: str) -> list[dict]:
     """The messages of ``thread_id`` in the SQLite file ``path``, as ``{type, content}`` dicts.
 
@@ -383,14 +363,12 @@ __all__ = [
     "render_prompt",
     "run_threads_concurrently",
     "saved_messages",
-    "sqlite_checkpointer",
-    "thread_config",
 ]
 
 
 def _main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[0] != "read":
-        print("usage: python -m course.memory read DB_FILE THREAD_ID", file=sys.stderr)
+        print("usage: python -m course.memory.chat_graph read DB_FILE THREAD_ID", file=sys.stderr)
         return 2
     print(json.dumps(read_thread_from_file(argv[1], argv[2]), ensure_ascii=False))
     return 0

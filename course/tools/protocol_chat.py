@@ -3,11 +3,11 @@
 ``ChatHuggingFace`` over SmolLM2-135M does not produce ``tool_calls`` (the model's chat template
 has no tool support, and the model rarely writes a parseable call on its own), so LangGraph's
 ``bind_tools`` + ``ToolNode`` would never see a call. :class:`LocalToolCallingChat` is the
-bridge: it renders the conversation with the tool list (:mod:`course.protocol`), generates with
+bridge: it renders the conversation with the tool list (:mod:`course.tools.protocol`), generates with
 the local model, and parses the text into an ``AIMessage`` with ``tool_calls``.
 
 With ``constrain_first_call=True`` the turn right after a human message is generated with
-:class:`course.constrained.ToolCallLogitsProcessor` (a call is then guaranteed to be well
+:class:`course.tools.constrained.ToolCallLogitsProcessor` (a call is then guaranteed to be well
 formed); turns after a tool result are generated freely. That is a choice the runtime makes,
 and the notebook says so where it uses it.
 
@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from course.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
+from course.tools.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
 
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -61,7 +61,7 @@ class LocalToolCallingChat(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: Any = None, tools: list[dict] | None = None,
                   **kwargs: Any) -> ChatResult:
-        from course.constrained import constrained_call
+        from course.tools.constrained import constrained_call
 
         tools = tools or []
         chat = to_chat_dicts(messages)

@@ -1,17 +1,17 @@
 """The failure table of the agent loop, one runnable demonstration per row.
 
-Each ``demo_*`` function runs :func:`course.loop.run_loop` with a *scripted* model (the lesson
+Each ``demo_*`` function runs :func:`course.loop.agent_loop.run_loop` with a *scripted* model (the lesson
 is the runtime's remedy, not what a model would do) and returns a :class:`FailureDemo` whose
 ``outcome`` lines are computed from the runs, never written in advance.
 
 Rows (mechanism -> what helps), after the course note:
 
-1. wrong tool or arguments -> schema validation at the single door (:mod:`course.tools`);
+1. wrong tool or arguments -> schema validation at the single door (:mod:`course.tools.registry`);
 2. fabricated results -> only runtime-inserted observations count (:func:`audit_observations`);
 3. looping -> repeat detection and step budgets;
 4. error accumulation -> a verification step against a second source, and plan revision;
 5. prompt injection through tools -> see ``notebooks/04_guarded_agents.ipynb`` (not repeated here);
-6. cost -> compact state (:func:`course.loop.keep_recent`), measured in tokens per step;
+6. cost -> compact state (:func:`course.loop.agent_loop.keep_recent`), measured in tokens per step;
 7. silent side effects -> dry-run mode (:class:`DryRun`) shows what would have been written.
 
 What this module does not do: show how often a real model makes these mistakes.
@@ -24,17 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from course.loop import (
-    Decision,
-    Limits,
+from course.loop.agent_loop import (
     LoopRun,
     LoopState,
     ScriptedModel,
-    ToolCall,
+    StepDecision,
+    StopRules,
     approximate_token_count,
     keep_recent,
     run_loop,
 )
+from course.tools.calls import ToolCall
 
 GUARDED_AGENTS_NOTEBOOK = "04_guarded_agents.ipynb"
 
@@ -84,11 +84,11 @@ def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> s
 def demo_wrong_arguments() -> FailureDemo:
     """A scripted model calls an unknown tool and passes bad arguments; the door refuses both."""
     model = ScriptedModel([
-        Decision("Use the weather tool.", ToolCall("weather", {"city": "Paris"})),
-        Decision("Try get_weather with kelvin.", ToolCall("get_weather",
+        StepDecision("Use the weather tool.", ToolCall("weather", {"city": "Paris"})),
+        StepDecision("Try get_weather with kelvin.", ToolCall("get_weather",
                                                          {"city": "Paris", "units": "kelvin"})),
-        Decision("Fix the arguments.", ToolCall("get_weather", {"city": "Paris"})),
-        Decision("Answer from the observation.", final_answer="Paris: 14 °C, partly cloudy"),
+        StepDecision("Fix the arguments.", ToolCall("get_weather", {"city": "Paris"})),
+        StepDecision("Answer from the observation.", final_answer="Paris: 14 °C, partly cloudy"),
     ], name="scripted: a model that guesses tool names and arguments")
     run = run_loop("What is the weather in Paris?", model, [get_weather])
     outcome = [f"step {s.number}: {s.call} -> {s.status}"
@@ -137,12 +137,12 @@ def audit_observations(run: LoopRun) -> list[str]:
 def demo_fabricated_results() -> FailureDemo:
     """A scripted model "remembers" a result it never got; the audit flags it, the honest run passes."""
     fabricating = ScriptedModel([
-        Decision("Observation: Paris is 22 °C and sunny, I checked earlier.",
+        StepDecision("Observation: Paris is 22 °C and sunny, I checked earlier.",
                  final_answer="It is 22 °C and sunny in Paris."),
     ], name="scripted: a model that invents a tool result")
     honest = ScriptedModel([
-        Decision("I need the weather tool.", ToolCall("get_weather", {"city": "Paris"})),
-        Decision("Answer from the observation.", final_answer="It is 14 °C in Paris."),
+        StepDecision("I need the weather tool.", ToolCall("get_weather", {"city": "Paris"})),
+        StepDecision("Answer from the observation.", final_answer="It is 14 °C in Paris."),
     ], name="scripted: a model that calls the tool")
     task = "What is the weather in Paris?"
     bad = run_loop(task, fabricating, [get_weather])
@@ -165,14 +165,14 @@ def demo_fabricated_results() -> FailureDemo:
 
 def demo_looping(tools: list[Any] | None = None, max_steps: int = 8) -> FailureDemo:
     """The stuck search agent with and without repeat detection."""
-    from course.budgets import stuck_search_model
-    from course.offline_tools import make_tools
+    from course.agents.offline_tools import make_tools
+    from course.loop.budgets import stuck_search_model
 
     tools = tools or make_tools(["web_search"])
     task = "What is the current weather in Paris?"
     off = run_loop(task, stuck_search_model(), tools,
-                   Limits(max_steps=max_steps, repeat_detection=False))
-    on = run_loop(task, stuck_search_model(), tools, Limits(max_steps=max_steps))
+                   StopRules(max_steps=max_steps, repeat_detection=False))
+    on = run_loop(task, stuck_search_model(), tools, StopRules(max_steps=max_steps))
     outcome = [f"repeat detection off: {off.summary()}",
                f"repeat detection on:  {on.summary()}"]
     return FailureDemo("looping", "the same call, the same result, no progress",
@@ -235,32 +235,32 @@ class ConversionAgent:
         self.name = f"scripted: conversion agent ({'with' if verify else 'no'} verification)"
         self.rate: float | None = None
 
-    def __call__(self, state: LoopState) -> Decision:
+    def __call__(self, state: LoopState) -> StepDecision:
         done = [s for s in state.steps if s.call]
         last = state.last_observation
         if not done:
             plan = ("get the rate", "verify it" if self.verify else "", "multiply", "answer")
-            return Decision("Get the rate first.", ToolCall("exchange_rate",
+            return StepDecision("Get the rate first.", ToolCall("exchange_rate",
                                                             {"base": "USD", "quote": "EUR"}),
                             plan=tuple(p for p in plan if p))
         if len(done) == 1:
             self.rate = _last_number(last)
             if self.verify:
-                return Decision("Verify the rate against the reference source.",
+                return StepDecision("Verify the rate against the reference source.",
                                 ToolCall("reference_rate", {"base": "USD", "quote": "EUR"}))
-            return Decision("Multiply.", ToolCall("multiply", {"a": self.amount, "b": self.rate}))
+            return StepDecision("Multiply.", ToolCall("multiply", {"a": self.amount, "b": self.rate}))
         if done[-1].call.name == "reference_rate":
             reference = _last_number(last)
             if abs(reference - self.rate) / reference > 0.01:
                 self.rate = reference
-                return Decision(f"The sources disagree ({done[0].observation} vs {last}); "
+                return StepDecision(f"The sources disagree ({done[0].observation} vs {last}); "
                                 "use the reference rate.",
                                 ToolCall("multiply", {"a": self.amount, "b": self.rate}),
                                 plan=("rate verified: use the reference rate", "multiply",
                                       "answer"))
-            return Decision("The rate checks out.",
+            return StepDecision("The rate checks out.",
                             ToolCall("multiply", {"a": self.amount, "b": self.rate}))
-        return Decision("Answer.", final_answer=f"{self.amount:g} USD = {last} EUR")
+        return StepDecision("Answer.", final_answer=f"{self.amount:g} USD = {last} EUR")
 
 
 def demo_error_accumulation(amount: float = 250.0) -> FailureDemo:
@@ -298,12 +298,12 @@ def demo_prompt_injection() -> FailureDemo:
 def demo_cost(count_tokens: Callable[[str], int] = approximate_token_count,
               tools: list[Any] | None = None, keep_steps: int = 1) -> FailureDemo:
     """Tokens per step with the full context vs compact state, same scripted run."""
-    from course.budgets import stuck_search_model
-    from course.offline_tools import make_tools
+    from course.agents.offline_tools import make_tools
+    from course.loop.budgets import stuck_search_model
 
     tools = tools or make_tools(["web_search"])
     task = "What is the current weather in Paris?"
-    limits = Limits(max_steps=12, repeat_detection=False)
+    limits = StopRules(max_steps=12, repeat_detection=False)
     full = run_loop(task, stuck_search_model(), tools, limits, count_tokens=count_tokens)
     compact = run_loop(task, stuck_search_model(), tools, limits, count_tokens=count_tokens,
                        compact=lambda m: keep_recent(m, keep_steps))
@@ -363,10 +363,10 @@ def demo_silent_side_effects() -> FailureDemo:
 
     def model() -> ScriptedModel:
         return ScriptedModel([
-            Decision("Check pallet-B.", ToolCall("read_stock", {"item": "pallet-B"})),
-            Decision("Looks like a leftover: clear it.",
+            StepDecision("Check pallet-B.", ToolCall("read_stock", {"item": "pallet-B"})),
+            StepDecision("Looks like a leftover: clear it.",
                      ToolCall("set_stock", {"item": "pallet-B", "units": 0})),
-            Decision("Done.", final_answer="Inventory tidied."),
+            StepDecision("Done.", final_answer="Inventory tidied."),
         ], name="scripted: an agent that writes without asking")
 
     task = "Check whether pallet-B's stock looks right."

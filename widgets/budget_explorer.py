@@ -1,12 +1,12 @@
 """The budgets widget: move the stop rules of a run and see where it would have stopped, and why.
 
 Sliders for max steps, a token budget and a cost budget (0 switches a budget off) and a repeat
-detection switch. Every change re-runs the same run through :func:`course.loop.run_loop` with
-the new :class:`~course.loop.Limits`: the loop computes the stop, the widget only renders the
-:class:`~course.loop.LoopRun` (steps, tokens spent so far, the stop step and its reason).
+detection switch. Every change re-runs the same run through :func:`course.loop.agent_loop.run_loop` with
+the new :class:`~course.loop.agent_loop.StopRules`: the loop computes the stop, the widget only renders the
+:class:`~course.loop.agent_loop.LoopRun` (steps, tokens spent so far, the stop step and its reason).
 
-The run is whatever ``run_with`` does with a ``Limits``: a scripted model through the loop, or a
-recorded run replayed with :func:`course.budgets.replay_recorded_run`. It must be cheap (no
+The run is whatever ``run_with`` does with a ``StopRules``: a scripted model through the loop, or a
+recorded run replayed with :func:`course.loop.budgets.replay_recorded_run`. It must be cheap (no
 generation), because it runs on every slider move.
 
 Works without a browser: set ``widget.max_steps.value = 3`` and read ``widget.run`` or
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from course.loop import Limits, LoopRun
+from course.loop.agent_loop import LoopRun, StopRules
 
 
 class BudgetsWidget:
@@ -28,7 +28,7 @@ class BudgetsWidget:
 
     def __init__(
         self,
-        run_with: Callable[[Limits], LoopRun],
+        run_with: Callable[[StopRules], LoopRun],
         max_steps: int = 10,
         token_budget: int = 0,
         cost_budget: float = 0.0,
@@ -40,7 +40,7 @@ class BudgetsWidget:
         cost_range: float = 0.1,
     ) -> None:
         if not callable(run_with):
-            raise TypeError("run_with must be a function Limits -> LoopRun, e.g. "
+            raise TypeError("run_with must be a function StopRules -> LoopRun, e.g. "
                             "lambda limits: run_loop(task, model, tools, limits).")
         self.run_with = run_with
         self.prices = (price_per_input_token, price_per_output_token)
@@ -64,9 +64,9 @@ class BudgetsWidget:
     def controls(self) -> tuple[w.ValueWidget, ...]:
         return (self.max_steps, self.token_budget, self.cost_budget, self.repeat_detection)
 
-    def limits(self) -> Limits:
+    def limits(self) -> StopRules:
         """The limits the controls describe now."""
-        return Limits(
+        return StopRules(
             max_steps=int(self.max_steps.value),
             token_budget=int(self.token_budget.value) or None,
             cost_budget=float(self.cost_budget.value) or None,

@@ -1,9 +1,9 @@
 """The agent loop, written to be read: decide -> call -> observe, until a stop rule fires.
 
-One run of :func:`run_loop` is a sequence of :class:`Step` records. Each step the model (any
-callable that takes the :class:`LoopState` and returns a :class:`Decision`) either calls a tool
+One run of :func:`run_loop` is a sequence of :class:`LoopStep` records. Each step the model (any
+callable that takes the :class:`LoopState` and returns a :class:`StepDecision`) either calls a tool
 or gives a final answer; the runtime sends the call through the single door
-(:class:`course.tools.ToolRegistry`: allowlist and JSON Schema validation, then the tool) and
+(:class:`course.tools.registry.ToolRegistry`: allowlist and JSON Schema validation, then the tool) and
 appends the observation to the messages, which the model re-reads on the next step.
 
 Every run ends with exactly one :class:`StopReason`, recorded in the returned :class:`LoopRun`:
@@ -20,7 +20,7 @@ an unknown tool or arguments that fail the schema come back to the model as an e
 observation, like any other result.
 
 What this loop does not do: parse free text from a real model (a policy turns model output into
-a :class:`Decision`), run tools in a sandbox, or trim the context (see the memory chapters).
+a :class:`StepDecision`), run tools in a sandbox, or trim the context (see the memory chapters).
 Token counts default to a rough word-and-punctuation count; pass ``count_tokens`` (for example
 the local model's tokenizer) for real counts.
 """
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from course.tools import ToolRegistry
+from course.tools.calls import ToolCall
+from course.tools.registry import ToolRegistry
 
 # --------------------------------------------------------------------------------------------
 # Records
@@ -56,23 +57,7 @@ class StopReason(StrEnum):
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A structured call: a tool name and its arguments."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-    def key(self) -> str:
-        """A canonical text of the call; two calls are "the same" when their keys are equal."""
-        return f"{self.name}({json.dumps(self.arguments, sort_keys=True, default=str)})"
-
-    def __str__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
-        return f"{self.name}({args})"
-
-
-@dataclass(frozen=True)
-class Decision:
+class StepDecision:
     """What the model decided on one step: a thought, then a tool call or a final answer.
 
     ``plan`` (optional) replaces the current plan: this is how a plan is revised on an
@@ -102,7 +87,7 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class Limits:
+class StopRules:
     """The stop rules of one run. ``None`` switches a budget off."""
 
     max_steps: int = 10
@@ -130,7 +115,7 @@ class Limits:
 
 
 @dataclass
-class Step:
+class LoopStep:
     """One turn of the loop: what the model decided, what the runtime observed, what it cost."""
 
     number: int
@@ -172,8 +157,8 @@ class LoopRun:
 
     task: str
     model_name: str
-    limits: Limits
-    steps: list[Step]
+    limits: StopRules
+    steps: list[LoopStep]
     messages: list[dict[str, Any]]
     stop_reason: StopReason
     stop_detail: str
@@ -238,7 +223,7 @@ class LoopState:
     messages: list[dict[str, Any]]
     plan: tuple[str, ...] | None
     step_number: int
-    steps: list[Step]
+    steps: list[LoopStep]
     tool_names: tuple[str, ...]
 
     @property
@@ -252,7 +237,7 @@ class LoopState:
 class Model(Protocol):
     """A model for the loop: a callable from the state to a decision (``name`` is optional)."""
 
-    def __call__(self, state: LoopState) -> Decision: ...
+    def __call__(self, state: LoopState) -> StepDecision: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,13 +251,13 @@ class ScriptedModel:
     lesson is about the runtime (stop rules, budgets), never to show what a model would answer.
     """
 
-    def __init__(self, decisions: Sequence[Decision], name: str = "scripted model") -> None:
+    def __init__(self, decisions: Sequence[StepDecision], name: str = "scripted model") -> None:
         if not decisions:
-            raise ValueError("ScriptedModel needs at least one Decision. Fix: pass a non-empty list.")
+            raise ValueError("ScriptedModel needs at least one StepDecision. Fix: pass a non-empty list.")
         self.decisions = list(decisions)
         self.name = name if "scripted" in name else f"scripted: {name}"
 
-    def __call__(self, state: LoopState) -> Decision:
+    def __call__(self, state: LoopState) -> StepDecision:
         index = min(len(state.steps), len(self.decisions) - 1)
         return self.decisions[index]
 
@@ -287,7 +272,7 @@ def approximate_token_count(text: str) -> int:
 
 
 def as_registry(tools: Any) -> ToolRegistry:
-    """The tools behind the single door: a :class:`~course.tools.ToolRegistry` as given, or a
+    """The tools behind the single door: a :class:`~course.tools.registry.ToolRegistry` as given, or a
     new one with every callable (typed function or smolagents ``Tool``) registered and allowed."""
     if isinstance(tools, ToolRegistry):
         return tools
@@ -341,7 +326,7 @@ def run_loop(
     task: str,
     model: Model,
     tools: ToolRegistry | Sequence[Any] | dict[str, Any] = (),
-    limits: Limits | None = None,
+    limits: StopRules | None = None,
     count_tokens: Callable[[str], int] = approximate_token_count,
     plan: Sequence[str] | None = None,
     compact: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
@@ -353,7 +338,7 @@ def run_loop(
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string. Fix: say what the agent should do.")
-    limits = limits or Limits()
+    limits = limits or StopRules()
     registry = as_registry(tools)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(registry)},
@@ -361,7 +346,7 @@ def run_loop(
     ]
     current_plan = tuple(plan) if plan else None
     plan_history = [current_plan] if current_plan else []
-    steps: list[Step] = []
+    steps: list[LoopStep] = []
     seen: dict[str, str] = {}  # call key -> observation
     total_tokens = 0
     total_cost = 0.0
@@ -376,10 +361,10 @@ def run_loop(
                           tuple(registry.allowed_names()))
         try:
             decision = model(state)
-            if not isinstance(decision, Decision):
-                raise TypeError(f"the model returned {type(decision).__name__}, not a Decision")
+            if not isinstance(decision, StepDecision):
+                raise TypeError(f"the model returned {type(decision).__name__}, not a StepDecision")
         except Exception as err:
-            steps.append(Step(number, note=f"model error: {type(err).__name__}: {err}",
+            steps.append(LoopStep(number, note=f"model error: {type(err).__name__}: {err}",
                               total_tokens=total_tokens, total_cost=total_cost, error=True))
             return finish(StopReason.MODEL_ERROR, f"the model raised {type(err).__name__}")
 
@@ -390,7 +375,7 @@ def run_loop(
                          else count_tokens(decision.text()))
         total_tokens += input_tokens + output_tokens
         total_cost += limits.cost(input_tokens, output_tokens)
-        step = Step(number, decision.thought, decision.call, None, decision.final_answer,
+        step = LoopStep(number, decision.thought, decision.call, None, decision.final_answer,
                     decision.plan, input_tokens, output_tokens, total_tokens, total_cost)
         steps.append(step)
         messages.append({"role": "assistant", "content": decision.text()})
@@ -472,13 +457,13 @@ class IdealBondTrajectory:
     name = "scripted: the ideal Bond trajectory (written for the course)"
     cars = ("Aston Martin DB5", "Aston Martin DBS", "Aston Martin V8", "Aston Martin Valhalla")
 
-    def __call__(self, state: LoopState) -> Decision:
+    def __call__(self, state: LoopState) -> StepDecision:
         if state.step_number == 1:
-            return Decision("I need the car model first, then an image.",
+            return StepDecision("I need the car model first, then an image.",
                             ToolCall("web_search", {"query": "car James Bond latest movie"}))
         if state.step_number == 2:
             seen = state.last_observation or ""
             found = [(seen.find(c), c) for c in self.cars if c in seen]
             car = min(found)[1] if found else "the car James Bond drove in the latest movie"
-            return Decision("Now generate the image.", ToolCall("text_to_image", {"prompt": car}))
-        return Decision("The image is ready.", final_answer=state.last_observation or "")
+            return StepDecision("Now generate the image.", ToolCall("text_to_image", {"prompt": car}))
+        return StepDecision("The image is ready.", final_answer=state.last_observation or "")

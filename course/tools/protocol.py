@@ -1,4 +1,4 @@
-"""The tool-calling protocol with a local model: prompt, parse, validate, execute, continue.
+"""The tool-calling protocol with a local model: prompt, parse, validate.
 
 - :func:`tool_prompt_messages` puts the tool list (OpenAI-format JSON Schemas) into the
   conversation. If the model's chat template renders ``tools=`` itself, that is used; SmolLM2's
@@ -6,9 +6,9 @@
 - :func:`parse_model_output` turns the model's text into a :class:`ParsedOutput`: a call
   (``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` or a bare JSON object with
   ``name``), plain text, or ``malformed`` (it tried to call and the JSON does not parse).
-- :func:`run_tool_loop` runs the loop: generate, parse, send the call through the registry's
-  door (which validates with ``jsonschema`` before executing), append the result as a
-  ``tool``-role message, generate again. Every step is a :class:`LoopStep` record.
+- :func:`validity` classifies a parsed call against the registry's door (known, allowed, valid
+  arguments) without executing it. The loop that executes calls is LangGraph's ``ToolNode``
+  (chapter 01) and :func:`course.loop.agent_loop.run_loop` (chapter 03).
 
 Not handled: several calls in one reply (only the first is taken), streaming, nested JSON in
 string values beyond what ``json.loads`` accepts, and any judgement of whether the answer is
@@ -18,15 +18,14 @@ right (that is the reader's job, and the lesson's).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from course.tools import ToolRegistry, ToolResult
+from course.tools.registry import ToolRegistry
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 
-SYSTEM_TEMPLATE = (
+TOOL_SYSTEM_TEMPLATE = (
     "You can call these tools:\n{tools}\n"
     "To call a tool, reply with exactly one line:\n"
     '<tool_call>{{"name": "TOOL_NAME", "arguments": {{...}}}}</tool_call>\n'
@@ -56,7 +55,7 @@ def tool_prompt_messages(
     """
     if tokenizer is not None and template_renders_tools(tokenizer):
         return list(messages)
-    system = SYSTEM_TEMPLATE.format(tools=tool_list_text(schemas))
+    system = TOOL_SYSTEM_TEMPLATE.format(tools=tool_list_text(schemas))
     rest = list(messages)
     if rest and rest[0].get("role") == "system":
         system = system + "\n" + rest.pop(0)["content"]
@@ -88,7 +87,6 @@ class ParsedOutput:
         return f"text: {self.raw!r}"
 
 
-_OPEN_RE = re.compile(re.escape(CALL_OPEN))
 
 
 def _first_json_object(text: str) -> tuple[Any, str]:
@@ -138,68 +136,13 @@ def parse_model_output(text: str, strict: bool = False) -> ParsedOutput:
     return ParsedOutput("call", raw, name=value["name"], arguments=arguments)
 
 
-@dataclass
-class LoopStep:
-    """One turn of the loop: what the model said, what it meant, and what the tool returned."""
-
-    step: int
-    model_output: str
-    parsed: ParsedOutput
-    result: ToolResult | None = None
-
-    def __str__(self) -> str:
-        lines = [f"step {self.step}: model said {self.model_output!r}", f"  parsed: {self.parsed}"]
-        if self.result is not None:
-            lines.append(f"  tool result [{self.result.status}]: {self.result.content}")
-        return "\n".join(lines)
-
-
-def run_tool_loop(
-    local: Any,
-    registry: ToolRegistry,
-    messages: list[dict[str, Any]],
-    *,
-    max_steps: int = 3,
-    max_new_tokens: int = 48,
-    executor: Any = None,
-) -> tuple[list[LoopStep], list[dict[str, Any]]]:
-    """Generate, parse, execute through the door, append the tool message, repeat.
-
-    Stops when the model answers in plain text or after ``max_steps``. A malformed call is
-    answered with a tool message that says so (the model gets a chance to fix it).
-    ``executor(name, arguments) -> ToolResult`` defaults to ``registry.execute``; pass a
-    gateway's bound method to add a subject. Returns the steps and the final conversation.
-    """
-    execute = executor or registry.execute
-    schemas = registry.schemas()
-    conversation = tool_prompt_messages(messages, schemas, local.tokenizer)
-    steps: list[LoopStep] = []
-    for step in range(1, max_steps + 1):
-        reply = local.generate(conversation, max_new_tokens=max_new_tokens)
-        parsed = parse_model_output(reply)
-        conversation.append({"role": "assistant", "content": reply})
-        if parsed.kind == "text":
-            steps.append(LoopStep(step, reply, parsed))
-            break
-        if parsed.kind == "malformed":
-            result = ToolResult(parsed.name or "?", {}, "malformed_call",
-                                f"Your tool call could not be parsed: {parsed.error}. "
-                                f"Use {CALL_OPEN}{{\"name\": ..., \"arguments\": {{...}}}}"
-                                f"{CALL_CLOSE}.")
-        else:
-            result = execute(parsed.name, parsed.arguments)
-        steps.append(LoopStep(step, reply, parsed, result))
-        conversation.append(result.as_message())
-    return steps, conversation
-
-
 def validity(parsed: ParsedOutput, registry: ToolRegistry) -> str:
     """Classify a generated call: ``"valid"``, ``"invalid: <why>"``, ``"malformed"``, ``"text"``.
 
     Valid means it parses AND passes the registry's checks (known, allowed, arguments match
     the schema); nothing is executed.
     """
-    from course.tools import ToolError
+    from course.tools.registry import ToolError
 
     if parsed.kind != "call":
         return parsed.kind

@@ -2,7 +2,7 @@
 
 API summary (stable; later chapters import it)::
 
-    from course.tools import ToolRegistry, ToolGateway, ToolError, ToolResult, AuditRecord
+    from course.tools.registry import ToolRegistry, ToolGateway, ToolError, ToolResult, AuditRecord
 
     registry = ToolRegistry()
     registry.register(get_weather)                      # schema from the typed function

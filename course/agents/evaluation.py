@@ -1,6 +1,6 @@
 """Trajectory checks: read a trace, not just its final answer, and flag what went wrong.
 
-Each check takes a :class:`~course.traces.Run` and returns a list of :class:`Flag` (empty when
+Each check takes a :class:`~course.agents.traces.Run` and returns a list of :class:`Flag` (empty when
 the trajectory passes):
 
 - :func:`merged_contradictions`: the final answer draws on two sources whose facts contradict
@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from course.traces import Run
+from course.agents.traces import Run
 
 RELEVANCE_CUES: dict[str, tuple[str, ...]] = {
     "web_search": ("current", "latest", "today", "now", "recent", "news", "weather"),

@@ -3,7 +3,7 @@
 The task is *classify -> route* a support ticket to one of three departments. The pipeline
 makes one model call (a choice among the three labels, read from the model's next-token
 probabilities) and routes in code. The agent gets a ``route_to``
-tool and decides, step by step in :func:`course.loop.run_loop`, what to do; its text is parsed
+tool and decides, step by step in :func:`course.loop.agent_loop.run_loop`, what to do; its text is parsed
 into calls by :class:`LocalModelPolicy`. Both use the real local model with the same sampling
 settings, and :func:`compare` measures per run: model calls, input and output tokens, wall
 time, and the outcome (the department the ticket reached, or none), over repeated runs.
@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from course.loop import Decision, Limits, LoopState, ToolCall, run_loop
+from course.loop.agent_loop import LoopState, StepDecision, StopRules, run_loop
+from course.tools.calls import ToolCall
 
 DEPARTMENTS = ("billing", "shipping", "technical")
 TICKET = "I was charged twice for my order 1234. Please refund one of the two payments."
@@ -146,19 +147,19 @@ class LocalModelPolicy:
                 chat.append({"role": message["role"], "content": message["content"]})
         return chat
 
-    def __call__(self, state: LoopState) -> Decision:
+    def __call__(self, state: LoopState) -> StepDecision:
         text, tokens_in, tokens_out = _generate(self.local, self.chat(state), self.max_new_tokens,
                                                 self.sample, self.temperature)
         self.outputs.append(text)
         answer = _ANSWER.search(text)
         call = _CALL.search(text)
         if call and not (answer and answer.start() < call.start()):
-            return Decision(text, ToolCall("route_to", {"department": call.group(1).lower()}),
+            return StepDecision(text, ToolCall("route_to", {"department": call.group(1).lower()}),
                             input_tokens=tokens_in, output_tokens=tokens_out)
         if answer:
-            return Decision("", final_answer=answer.group(1).strip(), input_tokens=tokens_in,
+            return StepDecision("", final_answer=answer.group(1).strip(), input_tokens=tokens_in,
                             output_tokens=tokens_out)
-        return Decision(text, input_tokens=tokens_in, output_tokens=tokens_out)
+        return StepDecision(text, input_tokens=tokens_in, output_tokens=tokens_out)
 
 
 def run_agent(local: Any, ticket: str = TICKET, max_steps: int = 3, sample: bool = True,
@@ -180,7 +181,7 @@ def run_agent(local: Any, ticket: str = TICKET, max_steps: int = 3, sample: bool
     policy = LocalModelPolicy(local, max_new_tokens, sample, temperature)
     start = time.perf_counter()
     run = run_loop(f"Route this ticket: {ticket}", policy, [route_to],
-                   Limits(max_steps=max_steps))
+                   StopRules(max_steps=max_steps))
     outcome = routed[-1] if routed else "not routed"
     return Attempt("agent", outcome, run.model_calls, run.input_tokens, run.output_tokens,
                    time.perf_counter() - start, policy.outputs)

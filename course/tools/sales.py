@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from course.tools import ToolError
+from course.tools.registry import ToolError
 
 CENT = Decimal("0.01")
 

@@ -4,7 +4,7 @@
 outputs one step at a time, instead of sampling from a network. Everything else is real: the
 ``CodeAgent`` builds its prompt (system prompt with the tool list, the task, every earlier step),
 parses the ``<code>`` block out of the returned text, and its own Python executor runs that code
-against the tools it was given (the offline tools of :mod:`course.offline_tools` by default).
+against the tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default).
 The observations, errors and final answer of a replay are therefore computed here, not recorded.
 
 While replaying, the model measures the prompt smolagents actually sends at each step: the
@@ -19,7 +19,7 @@ API:
   ``.output_tokens`` (measured per call), ``.prompts`` (rendered prompt texts), ``.position``.
 - ``replay_run(recording, tools=None, tokenizer="local", verbosity_level=-1) -> Replay``: run the
   recording's task (with its ``additional_args``) through a fresh ``CodeAgent``.
-- ``Replay``: ``.trace`` (a :class:`~course.traces.Run`: code, observations and errors from
+- ``Replay``: ``.trace`` (a :class:`~course.agents.traces.Run`: code, observations and errors from
   this execution; recorded figures in ``input_tokens``/``output_tokens``; measured ones in
   ``measured_input_tokens``/``measured_output_tokens``), ``.answer``, ``.agent``, ``.tools``,
   ``.model``; ``.token_table()`` prints recorded vs measured per step.
@@ -47,8 +47,8 @@ from smolagents.models import (
 )
 from smolagents.monitoring import TokenUsage
 
-from course.offline_tools import make_tools
-from course.traces import Run, TraceError, run_from_smolagents
+from course.agents.offline_tools import make_tools
+from course.agents.traces import Run, TraceError, run_from_smolagents
 
 
 class ReplayExhausted(RuntimeError):
@@ -75,7 +75,7 @@ def local_tokenizer():
     return load_local_model().tokenizer
 
 
-def render_prompt(messages: list[ChatMessage | dict], tokenizer: Any) -> str:
+def render_agent_prompt(messages: list[ChatMessage | dict], tokenizer: Any) -> str:
     """The text a chat model would receive for smolagents' ``messages`` (template applied)."""
     clean = get_clean_message_list(
         messages, role_conversions=tool_role_conversions, flatten_messages_as_text=True
@@ -118,7 +118,7 @@ class ReplayModel(Model):
         text = self.outputs[self.position]
         self.position += 1
         content = remove_content_after_stop_sequences(text, stop_sequences)
-        prompt = render_prompt(messages, self.tokenizer) if self.tokenizer is not None else ""
+        prompt = render_agent_prompt(messages, self.tokenizer) if self.tokenizer is not None else ""
         self.prompts.append(prompt)
         prompt_tokens = self._count(prompt) if self.tokenizer is not None else None
         output_tokens = self._count(content or "")
@@ -168,8 +168,8 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
     may run at most as many steps as were recorded.
     """
     if not isinstance(recording, Run):
-        raise TypeError(f"replay_run needs a course.traces.Run, got {type(recording).__name__}; "
-                        "load one with course.traces.load_run(path).")
+        raise TypeError(f"replay_run needs a course.agents.traces.Run, got {type(recording).__name__}; "
+                        "load one with course.agents.traces.load_run(path).")
     if not recording.steps:
         raise TraceError("field 'steps' is empty: there is nothing to replay.")
     tokenizer = local_tokenizer() if tokenizer == "local" else tokenizer

@@ -1,6 +1,6 @@
 """A small MCP server (official ``mcp`` package) with 4 coarse business actions, and a client.
 
-Run it over stdio with ``python -m course.mcp_server``. Its tools are a business facade, not a
+Run it over stdio with ``python -m course.tools.mcp_server``. Its tools are a business facade, not a
 database: ``sales_report``, ``find_customers(query, limit=5)``, ``order_status`` and
 ``request_refund`` (which never refunds: it files a request for a human, and says so).
 
@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
-from course.sales import sales_summary
-from course.tools import ToolError
+from course.tools.registry import ToolError
+from course.tools.sales import sales_summary
 
 server = MCPServer("shop-facade", instructions="Coarse business actions of a small coffee shop.")
 
@@ -100,8 +100,8 @@ async def connect() -> AsyncIterator[Any]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "course.mcp_server"],
-        cwd=str(Path(__file__).resolve().parents[1]))
+        command=sys.executable, args=["-m", "course.tools.mcp_server"],
+        cwd=str(Path(__file__).resolve().parents[2]))
     async with stdio_client(params) as streams, ClientSession(*streams[:2]) as session:
         await session.initialize()
         yield session

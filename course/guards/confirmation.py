@@ -1,7 +1,7 @@
 """Human confirmation as a runtime property: a LangGraph graph that stops before critical calls.
 
 The graph has three nodes: ``agent`` (the model proposes tool calls), ``tools`` (read and write
-calls go through the :class:`~course.tools.ToolGateway` at once; critical calls are queued) and
+calls go through the :class:`~course.tools.registry.ToolGateway` at once; critical calls are queued) and
 ``confirm``, which calls LangGraph's ``interrupt()`` with the proposed call and its arguments.
 The run stops there; the checkpointer keeps the pending call. It continues only when someone
 resumes it with ``Command(resume=decision)``:
@@ -15,10 +15,10 @@ Even then the call goes through the gateway, which refuses to run a critical too
 goes to the ``audit`` list in the graph state (checkpointed with it) and to the gateway's audit.
 With a :class:`~langgraph.checkpoint.sqlite.SqliteSaver` the pending call survives a kernel
 restart: another process opens the same database and thread and resumes (``python -m
-course.confirmation``).
+course.guards.confirmation``).
 
 Headless runs (CI) decide with a :class:`ScriptedApprover`; in JupyterLab the buttons of
-:mod:`widgets.approval` send the same decisions.
+:mod:`widgets.approval_panel` send the same decisions.
 
 Not handled: several approvers or quorum, approval expiry, authentication of the approver (the
 name is whatever the caller passes), and parallel critical calls (they are confirmed one by one).
@@ -29,10 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -40,14 +38,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
-from course.tools import ToolError, ToolGateway
+from course.checkpoints import thread_config
+from course.tools.registry import ToolError, ToolGateway
 
 Action = Literal["approve", "edit", "reject"]
 ACTIONS = ("approve", "edit", "reject")
 
 
 @dataclass
-class Decision:
+class ApprovalDecision:
     """What a human (or a scripted policy) decided about one proposed call."""
 
     action: str
@@ -60,16 +59,16 @@ class Decision:
             raise ValueError(f"decision action must be one of {ACTIONS}, got {self.action!r}")
         if self.action == "edit" and not isinstance(self.arguments, dict):
             raise ValueError("an 'edit' decision needs the new arguments as a dict, "
-                             "e.g. Decision('edit', arguments={'quantity': 10})")
+                             "e.g. ApprovalDecision('edit', arguments={'quantity': 10})")
 
     def as_resume(self) -> dict[str, Any]:
         """The value to pass as ``Command(resume=...)``."""
         return asdict(self)
 
     @classmethod
-    def parse(cls, value: Any) -> Decision:
-        """A Decision from a resume value (a Decision, a dict, or just 'approve'/'reject')."""
-        if isinstance(value, Decision):
+    def parse(cls, value: Any) -> ApprovalDecision:
+        """A ApprovalDecision from a resume value (a ApprovalDecision, a dict, or just 'approve'/'reject')."""
+        if isinstance(value, ApprovalDecision):
             return value
         if isinstance(value, str):
             return cls(value)
@@ -142,9 +141,9 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
                    "risk": spec.risk, "description": spec.description, "subject": subject}
         raw = interrupt(request)  # the run stops here until Command(resume=...)
         try:
-            decision = Decision.parse(raw)
+            decision = ApprovalDecision.parse(raw)
         except (TypeError, ValueError) as err:  # fail closed: an unreadable answer rejects
-            decision = Decision("reject", "runtime", note=f"unreadable decision: {err}")
+            decision = ApprovalDecision("reject", "runtime", note=f"unreadable decision: {err}")
         arguments = decision.arguments if decision.action == "edit" else call["args"]
         held = gateway.execute(call["name"], arguments, subject=subject)
         pending = [p for p in gateway.pending if p.tool == call["name"]]
@@ -203,20 +202,20 @@ class ScriptedPlanModel:
 class ScriptedApprover:
     """A scripted approval policy for headless runs: a decision per tool, a default for the rest.
 
-    ``ScriptedApprover({"move_stock": "approve", "amend_declaration": Decision("edit", ...)})``
+    ``ScriptedApprover({"move_stock": "approve", "amend_declaration": ApprovalDecision("edit", ...)})``
     """
 
-    rules: dict[str, str | Decision] = field(default_factory=dict)
+    rules: dict[str, str | ApprovalDecision] = field(default_factory=dict)
     default: str = "reject"
     approver: str = "scripted:policy"
     seen: list[dict[str, Any]] = field(default_factory=list)
 
-    def __call__(self, request: dict[str, Any]) -> Decision:
+    def __call__(self, request: dict[str, Any]) -> ApprovalDecision:
         self.seen.append(request)
         rule = self.rules.get(request["tool"], self.default)
-        if isinstance(rule, Decision):
+        if isinstance(rule, ApprovalDecision):
             return rule
-        return Decision(rule, self.approver)
+        return ApprovalDecision(rule, self.approver)
 
 
 def pending_request(graph: Any, config: dict) -> dict[str, Any] | None:
@@ -226,28 +225,21 @@ def pending_request(graph: Any, config: dict) -> dict[str, Any] | None:
     return interrupts[0].value if interrupts else None
 
 
-def decide(graph: Any, config: dict, decision: Decision | dict | str) -> dict:
+def decide(graph: Any, config: dict, decision: ApprovalDecision | dict | str) -> dict:
     """Resume a waiting graph with one decision; returns the graph's output of that step."""
     if pending_request(graph, config) is None:
         raise RuntimeError("this thread is not waiting for a decision: nothing to resume. "
                            "Fix: start it with graph.invoke(...) first, or check the thread_id.")
-    return graph.invoke(Command(resume=Decision.parse(decision).as_resume()), config)
+    return graph.invoke(Command(resume=ApprovalDecision.parse(decision).as_resume()), config)
 
 
 def run_with_approver(graph: Any, config: dict, request_text: str,
-                      approver: Callable[[dict[str, Any]], Decision]) -> dict:
+                      approver: Callable[[dict[str, Any]], ApprovalDecision]) -> dict:
     """Run from a user request to the end, asking ``approver`` at every interrupt."""
     graph.invoke({"messages": [HumanMessage(request_text)]}, config)
     while (request := pending_request(graph, config)) is not None:
         decide(graph, config, approver(request))
     return graph.get_state(config).values
-
-
-def sqlite_checkpointer(path: str | Path) -> Any:
-    """A LangGraph SqliteSaver on ``path`` (created if needed) that survives the process."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
 
 
 def audit_table(audit: list[dict[str, Any]]) -> str:
@@ -260,8 +252,8 @@ def audit_table(audit: list[dict[str, Any]]) -> str:
 
 
 def _main(argv: list[str] | None = None) -> None:
-    """``python -m course.confirmation --db F --thread T start|show|approve|reject|edit``."""
-    from course.warehouse import build_warehouse_graph
+    """``python -m course.guards.confirmation --db F --thread T start|show|approve|reject|edit``."""
+    from course.guards.warehouse import build_warehouse_graph
 
     parser = argparse.ArgumentParser(description="Start or resume the warehouse approval run.")
     parser.add_argument("--db", required=True)
@@ -271,11 +263,11 @@ def _main(argv: list[str] | None = None) -> None:
     parser.add_argument("step", choices=["start", "show", *ACTIONS])
     args = parser.parse_args(argv)
     graph, warehouse = build_warehouse_graph(args.db)
-    config = {"configurable": {"thread_id": args.thread}}
+    config = thread_config(args.thread)
     if args.step == "start":
         graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
     elif args.step != "show":
-        decision = Decision(args.step, args.approver,
+        decision = ApprovalDecision(args.step, args.approver,
                             json.loads(args.arguments) if args.step == "edit" else None)
         decide(graph, config, decision)
     print("waiting for:", json.dumps(pending_request(graph, config)))

@@ -1,4 +1,4 @@
-"""The stop rules of :mod:`course.loop`, in the real libraries.
+"""The stop rules of :mod:`course.loop.agent_loop`, in the real libraries.
 
 smolagents: ``CodeAgent(max_steps=...)`` is built in; :class:`BudgetGuard` is a step callback
 (``step_callbacks=[guard]``) that adds a token budget, a cost budget and repeat detection (the
@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-from course.loop import Decision, Limits, StopReason, approximate_token_count
-from course.traces import content_text
+from course.agents.traces import content_text
+from course.checkpoints import thread_config
+from course.loop.agent_loop import StepDecision, StopReason, StopRules, approximate_token_count
 
 # --------------------------------------------------------------------------------------------
 # A record both libraries report into
@@ -43,7 +44,7 @@ class LibraryRun:
     stop_detail: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     final_answer: Any = None
-    trace: Any = None  # the library's own record: a course.traces.Run, or LangGraph state values
+    trace: Any = None  # the library's own record: a course.agents.traces.Run, or LangGraph state values
 
     @property
     def steps(self) -> int:
@@ -72,12 +73,12 @@ def scripted_code_model(outputs: Sequence[str], steps: int = 30, tokenizer: Any 
                         name: str = "scripted code model") -> Any:
     """A *scripted* smolagents model: the given code-agent outputs in order, then the last again.
 
-    Built on :class:`course.replay.ReplayModel` (the code-agent chapter's replay model), padded
+    Built on :class:`course.agents.replay.ReplayModel` (the code-agent chapter's replay model), padded
     to ``steps`` outputs so that a loop can go on until a stop rule ends it. Token usage is
     measured: the prompt smolagents really sends, rendered with the local model's chat template
     and counted by its tokenizer (``tokenizer=None`` skips counting).
     """
-    from course.replay import ReplayModel, local_tokenizer
+    from course.agents.replay import ReplayModel, local_tokenizer
 
     if not outputs:
         raise ValueError("scripted_code_model needs at least one output. Fix: pass a list of "
@@ -96,7 +97,7 @@ class BudgetGuard:
     ``max_steps`` stays the agent's own setting.
     """
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: StopRules) -> None:
         self.limits = limits
         self.reason: StopReason | None = None
         self.detail = ""
@@ -146,7 +147,7 @@ def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> Lib
     """Run a smolagents agent that has ``guard`` among its step callbacks; never lose the trace."""
     from smolagents.utils import AgentError, AgentMaxStepsError
 
-    from course.traces import run_from_smolagents
+    from course.agents.traces import run_from_smolagents
 
     answer = None
     try:
@@ -167,7 +168,7 @@ def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> Lib
                       guard.rows, answer, trace)
 
 
-def budgeted_code_agent(tools: Sequence[Any], model: Any, limits: Limits) -> tuple[Any, BudgetGuard]:
+def budgeted_code_agent(tools: Sequence[Any], model: Any, limits: StopRules) -> tuple[Any, BudgetGuard]:
     """A real ``CodeAgent`` with ``max_steps`` from ``limits`` and a :class:`BudgetGuard`."""
     from smolagents import CodeAgent
 
@@ -190,7 +191,7 @@ class BudgetState(TypedDict, total=False):
     stop_reason: str
 
 
-def build_budget_graph(decisions: Sequence[Decision], tools: Sequence[Any],
+def build_budget_graph(decisions: Sequence[StepDecision], tools: Sequence[Any],
                        count_tokens: Callable[[str], int] = approximate_token_count):
     """A LangGraph agent (agent node, ``ToolNode``, budget stop node) over a scripted policy.
 
@@ -204,7 +205,7 @@ def build_budget_graph(decisions: Sequence[Decision], tools: Sequence[Any],
     from langgraph.prebuilt import ToolNode
 
     if not decisions:
-        raise ValueError("build_budget_graph needs at least one Decision.")
+        raise ValueError("build_budget_graph needs at least one StepDecision.")
 
     def agent(state: BudgetState) -> dict:
         done = sum(1 for m in state["messages"] if isinstance(m, AIMessage))
@@ -251,7 +252,7 @@ def run_langgraph_with_budget(graph: Any, task: str, token_budget: int, recursio
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.errors import GraphRecursionError
 
-    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+    config = {**thread_config(thread_id), "recursion_limit": recursion_limit}
     start = {"messages": [HumanMessage(task)], "tokens_used": 0, "token_budget": token_budget,
              "stop_reason": ""}
     try:
@@ -291,15 +292,16 @@ def stuck_search_model() -> Any:
     Steps 1-2 search, steps 3-8 repeat the step-2 search with the same result (a loop), step 9
     gives a final answer. Which rule stops it first depends only on the limits.
     """
-    from course.loop import ScriptedModel, ToolCall
+    from course.loop.agent_loop import ScriptedModel
+    from course.tools.calls import ToolCall
 
-    first = Decision("I need the current weather.",
+    first = StepDecision("I need the current weather.",
                      ToolCall("web_search", {"query": "current weather in Paris"}))
-    refine = Decision("The results were about a phone forum; refine the query.",
+    refine = StepDecision("The results were about a phone forum; refine the query.",
                       ToolCall("web_search", {"query": "current weather in Paris, France"}))
-    again = Decision("Let me check the weather pages once more.",
+    again = StepDecision("Let me check the weather pages once more.",
                      ToolCall("web_search", {"query": "current weather in Paris, France"}))
-    answer = Decision("Two pages disagree; report both.",
+    answer = StepDecision("Two pages disagree; report both.",
                       final_answer="Paris: 13-16 °C (two sources disagree)")
     return ScriptedModel([first, refine, *[again] * 6, answer],
                          name="scripted: a search agent that gets stuck")
@@ -308,10 +310,10 @@ def stuck_search_model() -> Any:
 def recorded_tools(run: Any) -> Any:
     """A registry whose tools return a recorded run's observations, in the order they came.
 
-    For replaying a :class:`course.traces.Run` through :func:`course.loop.run_loop`: nothing
+    For replaying a :class:`course.agents.traces.Run` through :func:`course.loop.agent_loop.run_loop`: nothing
     is searched again; each executed call returns the next recorded observation.
     """
-    from course.tools import ToolRegistry
+    from course.tools.registry import ToolRegistry
 
     observations = [s.observation for s in run.steps if not s.is_final_answer]
     names = {c.name for s in run.steps for c in s.tool_calls if c.name != "final_answer"}
@@ -332,9 +334,9 @@ def recorded_tools(run: Any) -> Any:
     return registry
 
 
-def decisions_from_trace(run: Any) -> list[Decision]:
-    """One :class:`Decision` per step of a :class:`course.traces.Run`, with its recorded tokens."""
-    from course.loop import ToolCall
+def decisions_from_trace(run: Any) -> list[StepDecision]:
+    """One :class:`StepDecision` per step of a :class:`course.agents.traces.Run`, with its recorded tokens."""
+    from course.tools.calls import ToolCall
 
     decisions = []
     for step in run.steps:
@@ -345,18 +347,18 @@ def decisions_from_trace(run: Any) -> list[Decision]:
             out = 0
         calls = [c for c in step.tool_calls if c.name != "final_answer"]
         if step.is_final_answer:
-            decisions.append(Decision(step.thought, final_answer=run.final_answer or "(answer)",
+            decisions.append(StepDecision(step.thought, final_answer=run.final_answer or "(answer)",
                                       input_tokens=step.input_tokens, output_tokens=out))
         else:
             call = ToolCall(calls[0].name, dict(calls[0].arguments)) if calls else None
-            decisions.append(Decision(step.thought, call, input_tokens=step.input_tokens,
+            decisions.append(StepDecision(step.thought, call, input_tokens=step.input_tokens,
                                       output_tokens=out))
     return decisions
 
 
-def replay_recorded_run(run: Any, limits: Limits) -> Any:
+def replay_recorded_run(run: Any, limits: StopRules) -> Any:
     """Apply ``limits`` to a recorded run: where would it have stopped, and why?"""
-    from course.loop import ScriptedModel, run_loop
+    from course.loop.agent_loop import ScriptedModel, run_loop
 
     if not run.steps:
         raise ValueError("the recorded run has no steps; nothing to replay.")

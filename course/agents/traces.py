@@ -1,13 +1,13 @@
 """Traces of agent runs: what the model wrote, what ran, what came back, and what it cost.
 
 A :class:`Run` is a task, the model that worked on it, the tools it had, and its
-:class:`Step` records. A step holds the model's output (its thought and its code), the tool calls
+:class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool calls
 the code makes, the observation the runtime appended, the error if any, and the step's input and
 output tokens, with a label saying where those figures come from (``figures``).
 
 API (stable; later chapters import it):
 
-- ``Step(number, thought="", code="", tool_calls=[], observation="", error=None,
+- ``TraceStep(number, thought="", code="", tool_calls=[], observation="", error=None,
   input_tokens=None, output_tokens=None, duration_s=None, figures="measured",
   model_output="", is_final_answer=False, measured_input_tokens=None,
   measured_output_tokens=None)``
@@ -30,8 +30,8 @@ Labels: ``"measured"`` (counted on this machine), ``"recorded"`` (published figu
 we cannot repeat here), ``"reconstructed from the note"`` (steps written from a course note's
 description, with its figures), ``"written for the course"`` (an ideal trajectory).
 
-What this module does not do: run agents (see :mod:`course.replay`), judge trajectories (see
-:mod:`course.evaluation`), or keep images (an image observation is kept as its text summary).
+What this module does not do: run agents (see :mod:`course.agents.replay`), judge trajectories (see
+:mod:`course.agents.evaluation`), or keep images (an image observation is kept as its text summary).
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course.tools.calls import ToolCall
+
 FIGURE_LABELS = ("measured", "recorded", "reconstructed from the note", "written for the course")
 TRACE_FORMAT_VERSION = 1
 
 
-RECORDINGS_DIR = Path(__file__).resolve().parent / "data" / "recordings"
+RECORDINGS_DIR = Path(__file__).resolve().parents[1] / "data" / "recordings"
 """The traces shipped with the package (the note runs, the 72B references, the ideal run)."""
 
 
@@ -57,19 +59,7 @@ class TraceError(ValueError):
 
 
 @dataclass
-class ToolCall:
-    """One call of a tool made by a step's code: the tool's name and its literal arguments."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
-        return f"{self.name}({args})"
-
-
-@dataclass
-class Step:
+class TraceStep:
     """One step of an agent: think, write code, run it, observe."""
 
     number: int
@@ -98,7 +88,7 @@ class Run:
 
     task: str
     model_id: str
-    steps: list[Step] = field(default_factory=list)
+    steps: list[TraceStep] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     final_answer: str | None = None
     source: str = "measured"
@@ -240,13 +230,13 @@ def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
     prefix = f"{where}: " if where else ""
     if not isinstance(data, dict):
         raise TraceError(f"{prefix}{path or 'the trace'} must be a JSON object, got "
-                         f"{type(data).__name__}. Fix: save it with course.traces.save_run().")
+                         f"{type(data).__name__}. Fix: save it with course.agents.traces.save_run().")
     for name, (types, required) in spec.items():
         key = f"{path}.{name}" if path else name
         if name not in data:
             if required:
                 raise TraceError(f"{prefix}field '{key}' is missing. Fix: add it (the trace may "
-                                 "be truncated; re-save it with course.traces.save_run()).")
+                                 "be truncated; re-save it with course.agents.traces.save_run()).")
             continue
         value = data[name]
         bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in (
@@ -263,7 +253,7 @@ def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
 def _run_from_dict(data: Any, where: str = "") -> Run:
     prefix = f"{where}: " if where else ""
     _check_fields(data, _RUN_FIELDS, "", where)
-    steps: list[Step] = []
+    steps: list[TraceStep] = []
     for i, raw in enumerate(data["steps"]):
         path = f"steps[{i}]"
         _check_fields(raw, _STEP_FIELDS, path, where)
@@ -288,7 +278,7 @@ def _run_from_dict(data: Any, where: str = "") -> Run:
             raise TraceError(f"{prefix}field '{path}.number' is {raw['number']}, expected {i + 1}: "
                              "steps are numbered 1, 2, 3... in order. Fix: renumber them.")
         kwargs = {k: v for k, v in raw.items() if k != "tool_calls"}
-        steps.append(Step(tool_calls=calls, **kwargs))
+        steps.append(TraceStep(tool_calls=calls, **kwargs))
     source = data.get("source", "measured")
     if source not in FIGURE_LABELS:
         raise TraceError(f"{prefix}field 'source' is {source!r}; it must be one of "
@@ -315,7 +305,7 @@ def run_from_json(text: str, where: str = "") -> Run:
     except json.JSONDecodeError as err:
         raise TraceError(f"{prefix}not valid JSON ({err.msg} at line {err.lineno}, column "
                          f"{err.colno}); the file may be truncated. Fix: re-save the trace with "
-                         "course.traces.save_run().") from err
+                         "course.agents.traces.save_run().") from err
     return _run_from_dict(data, where)
 
 
@@ -402,7 +392,7 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
         raise TraceError(f"figures={figures!r}: must be one of {list(FIGURE_LABELS)}.")
     tool_names = [name for name in getattr(agent, "tools", {}) if name != "final_answer"]
     all_tools = [*tool_names, "final_answer"]
-    steps: list[Step] = []
+    steps: list[TraceStep] = []
     found_task = task
     final_answer = None
     for memory_step in agent.memory.steps:
@@ -423,7 +413,7 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
                 memory_step.error, "message") else str(memory_step.error)
         if memory_step.is_final_answer:
             final_answer = _describe_output(memory_step.action_output)
-        steps.append(Step(
+        steps.append(TraceStep(
             number=len(steps) + 1,
             thought=thought,
             code=code or "",

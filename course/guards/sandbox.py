@@ -112,7 +112,7 @@ def _context():
     global _CONTEXT
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(["course.sandbox", "smolagents.local_python_executor"])
+        _CONTEXT.set_forkserver_preload(["course.guards.sandbox", "smolagents.local_python_executor"])
     return _CONTEXT
 
 

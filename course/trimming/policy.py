@@ -20,7 +20,7 @@ Token counters (each is what ``trim_messages`` accepts as ``token_counter``):
   renders it (the fix of bug 2).
 
 The trimming graph of the original notebook is the memory chapter's
-:func:`course.memory.build_chat_graph` with a trimmer as its ``transform`` (it trims the saved
+:func:`course.memory.chat_graph.build_chat_graph` with a trimmer as its ``transform`` (it trims the saved
 messages BEFORE the prompt template adds the system message, as published).
 
 What this module does not handle: ``allow_partial=True`` (rule 3 forbids it), ``end_on``,
@@ -46,7 +46,13 @@ from langchain_core.messages import (
     trim_messages,
 )
 
-from course.memory import LanguageState, PromptRecorder, build_chat_graph, thread_config
+from course.checkpoints import thread_config
+from course.memory.chat_graph import (
+    LANGUAGE_TEMPLATE,
+    LanguageState,
+    PromptRecorder,
+    build_chat_graph,
+)
 
 TokenCounter = Callable[[list[BaseMessage]], int]
 
@@ -86,9 +92,6 @@ ORIGINAL_SETTINGS: dict[str, Any] = {
 }
 
 #: The system instruction of the original trimming graph (``{language}`` from the state).
-SYSTEM_TEMPLATE = (
-    "You are a helpful assistant. Answer all questions to the best of your ability in {language}."
-)
 
 _MESSAGE_TYPES = {"system": SystemMessage, "human": HumanMessage, "ai": AIMessage}
 _ROLE_ALIASES = {"system": "system", "human": "human", "user": "human", "ai": "ai",
@@ -513,7 +516,7 @@ class FactsState(LanguageState):
 
 
 UNKNOWN_NAME = "not known yet"
-FACTS_TEMPLATE = SYSTEM_TEMPLATE + " The user's name is {user_name}."
+FACTS_TEMPLATE = LANGUAGE_TEMPLATE + " The user's name is {user_name}."
 _NAME = re.compile(r"\b(?:I'm|I am|my name is|call me)\s+([A-Z][a-z]+)", re.IGNORECASE)
 
 
@@ -558,7 +561,7 @@ class SummarizingTrimmer:
 def build_trimming_graph(chat_model: Any, token_counter: Any, *, max_tokens: int | None = 45,
                          remedy: Literal["summary", "facts"] | None = None,
                          recorder: PromptRecorder | None = None, checkpointer: Any = None):
-    """The original trimming graph: ``course.memory.build_chat_graph`` + the original trimmer.
+    """The original trimming graph: ``course.memory.chat_graph.build_chat_graph`` + the original trimmer.
 
     ``max_tokens=None`` means no trimming (the memory chapter's language graph). ``remedy``:
     ``"summary"`` adds a model-written summary of the dropped turns; ``"facts"`` adds the
@@ -573,7 +576,7 @@ def build_trimming_graph(chat_model: Any, token_counter: Any, *, max_tokens: int
                      if remedy == "summary" else make_trimmer(token_counter, max_tokens))
     facts = remedy == "facts"
     return build_chat_graph(
-        chat_model, system_template=FACTS_TEMPLATE if facts else SYSTEM_TEMPLATE,
+        chat_model, system_template=FACTS_TEMPLATE if facts else LANGUAGE_TEMPLATE,
         state_schema=FactsState if facts else LanguageState, transform=transform,
         checkpointer=checkpointer, recorder=recorder,
     )
@@ -675,7 +678,6 @@ __all__ = [
     "ELEVEN",
     "FOUR_RULES",
     "ORIGINAL_SETTINGS",
-    "SYSTEM_TEMPLATE",
     "WORKED_BUDGET",
     "WORKED_EXAMPLE",
     "CountRow",

@@ -1,0 +1,7 @@
+"""Chapter 02, three runs of a small code agent (notebook ``02_code_agent_runs``; note 000).
+
+- :mod:`.traces`: ``Run`` / ``TraceStep``, a trace as data, loaded from and saved to JSON.
+- :mod:`.offline_tools`: the offline web-search and image tools the runs call.
+- :mod:`.replay`: a recorded run replayed through the real smolagents ``CodeAgent``.
+- :mod:`.evaluation`: trajectory checks that flag what a final answer hides.
+"""

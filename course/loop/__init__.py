@@ -1,0 +1,8 @@
+"""Chapter 03, the agent loop (notebook ``03_agent_loop``; note 000).
+
+- :mod:`.agent_loop`: ``run_loop`` with its stop rules (``StopRules``), ``StepDecision``, ``LoopStep``.
+- :mod:`.budgets`: the same stop rules in smolagents (a step callback) and LangGraph.
+- :mod:`.failures`: the failure table, one runnable demonstration per row.
+- :mod:`.reliability`: reliability multiplies over steps, and what recovery buys.
+- :mod:`.pipelines`: when not to use an agent: a pipeline and an agent on one task, measured.
+"""
