@@ -4,13 +4,14 @@ import json
 
 from langchain_core.messages import HumanMessage
 
+from course.checkpoints import thread_config
 from course.guards.warehouse import build_warehouse_graph
 from widgets.approval_panel import ApprovalPanel
 
 
 def started_panel(thread: str):
     graph, warehouse = build_warehouse_graph()
-    config = {"configurable": {"thread_id": thread}}
+    config = thread_config(thread)
     graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
     return ApprovalPanel(graph, config, approver="human:test"), warehouse
 
@@ -39,6 +40,8 @@ def test_reject_click_resumes_without_running():
     assert "Nothing is waiting" in panel.request_view.value
     assert "denied" in panel.request_view.value
     assert panel.approve_button.disabled
+    assert panel.audit_view.value.count("<tr>") == 3  # header + two decisions
+    assert panel.audit_view.value.count("reject") == 2
 
 
 def test_edit_click_runs_the_edited_arguments_and_bad_json_is_refused():

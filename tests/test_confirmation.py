@@ -1,5 +1,6 @@
 """The approval graph: no critical call before approval, edit, reject, audit, restart, bad input."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from course.checkpoints import thread_config
 from course.guards.confirmation import (
+    ApprovalAudit,
     ApprovalDecision,
     ScriptedApprover,
     ScriptedPlanModel,
@@ -18,13 +21,14 @@ from course.guards.confirmation import (
     run_with_approver,
 )
 from course.guards.warehouse import build_warehouse_graph
-from course.tools.registry import ToolGateway, ToolRegistry
+from course.tools.gateway import ToolGateway
+from course.tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def start(graph, thread="t"):
-    config = {"configurable": {"thread_id": thread}}
+    config = thread_config(thread)
     graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
     return config
 
@@ -32,7 +36,7 @@ def start(graph, thread="t"):
 def test_no_critical_call_executes_before_approval():
     graph, warehouse = build_warehouse_graph()
     config = start(graph)
-    assert pending_request(graph, config)["tool"] == "move_stock"
+    assert pending_request(graph, config).tool == "move_stock"
     assert [name for name, _ in warehouse.executed] == ["book_transfer"]  # the write only
     assert warehouse.stock_of("RTM", "SKU-100") == 15
     # invoking again without a decision does not run it either
@@ -46,7 +50,7 @@ def test_no_critical_call_executes_before_approval():
 def test_edit_changes_the_executed_arguments():
     graph, warehouse = build_warehouse_graph()
     config = start(graph)
-    args = dict(pending_request(graph, config)["arguments"], quantity=10)
+    args = dict(pending_request(graph, config).arguments, quantity=10)
     decide(graph, config, ApprovalDecision("edit", "human:test", args))
     assert warehouse.executed[-1] == ("move_stock", args)
     audit = graph.get_state(config).values["audit"]
@@ -92,8 +96,8 @@ def test_unreadable_resume_value_fails_closed():
 def test_scripted_approver_and_audit():
     graph, _ = build_warehouse_graph()
     approver = ScriptedApprover({"move_stock": "approve"}, default="reject")
-    final = run_with_approver(graph, {"configurable": {"thread_id": "p"}}, "go", approver)
-    assert [r["tool"] for r in approver.seen] == ["move_stock", "amend_declaration"]
+    final = run_with_approver(graph, thread_config("p"), "go", approver)
+    assert [r.tool for r in approver.seen] == ["move_stock", "amend_declaration"]
     assert [(e["tool"], e["decision"], e["status"]) for e in final["audit"]] == [
         ("move_stock", "approve", "ok"), ("amend_declaration", "reject", "confirmation_denied")]
 
@@ -115,9 +119,9 @@ def test_critical_tool_never_runs_without_a_decision_even_with_a_gateway():
     gateway = ToolGateway(registry, grants={"agent": {"critical"}})
     model = ScriptedPlanModel([{"name": "wipe", "args": {"target": "db"}, "id": "c1"}])
     graph = build_approval_graph(gateway, model, "agent", InMemorySaver())
-    config = {"configurable": {"thread_id": "w"}}
+    config = thread_config("w")
     graph.invoke({"messages": [HumanMessage("wipe it")]}, config)
-    assert runs == [] and pending_request(graph, config)["tool"] == "wipe"
+    assert runs == [] and pending_request(graph, config).tool == "wipe"
     decide(graph, config, "approve")
     assert runs == ["db"]
     assert gateway.audit.decisions() == ["needs_confirmation", "confirmed"]
@@ -132,20 +136,49 @@ def test_bad_input_gets_clear_errors():
         build_approval_graph(None, None, "x", None)
     graph, _ = build_warehouse_graph()
     with pytest.raises(RuntimeError, match="not waiting"):
-        decide(graph, {"configurable": {"thread_id": "never-started"}}, "approve")
+        decide(graph, thread_config("never-started"), "approve")
 
 
 def test_pending_approval_survives_a_restart(tmp_path):
     db = tmp_path / "approvals.sqlite"
-    cli = [sys.executable, "-m", "course.guards.confirmation", "--db", str(db), "--thread", "T"]
+    cli = [sys.executable, "-m", "course.guards.warehouse", "--db", str(db), "--thread", "T"]
     first = subprocess.run([*cli, "start"], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert '"tool": "move_stock"' in first.stdout
+    assert re.search(r"waiting for: move_stock\(\{.*'quantity': 25", first.stdout)
     # a second process, like a restarted kernel, finds the call still waiting and approves it
     second = subprocess.run([*cli, "--approver", "human:later", "approve"], capture_output=True,
                             text=True, cwd=ROOT, check=True)
     assert "executed in this process: [('move_stock'" in second.stdout
-    assert '"tool": "amend_declaration"' in second.stdout
+    assert "waiting for: amend_declaration(" in second.stdout
     # and this process sees the audit written by the other one
     graph, _ = build_warehouse_graph(str(db))
-    audit = graph.get_state({"configurable": {"thread_id": "T"}}).values["audit"]
+    audit = graph.get_state(thread_config("T")).values["audit"]
     assert audit[0]["approver"] == "human:later" and audit[0]["status"] == "ok"
+
+
+def test_audit_record_renders_its_values():
+    graph, _ = build_warehouse_graph()
+    config = thread_config("audit")
+    run_with_approver(graph, config, "go", ScriptedApprover({"move_stock": "approve"}))
+    audit = ApprovalAudit.of(graph, config)
+    assert audit.decisions() == [("move_stock", "approve"), ("amend_declaration", "reject")]
+    lines = str(audit).splitlines()
+    assert lines[0].startswith("move_stock: approve by scripted:policy -> ok")
+    assert "'quantity': 25" in lines[0] and lines[1].endswith("executed arguments: None")
+    html = audit._repr_html_()
+    assert html.count("<tr>") == 3 and "confirmation_denied" in html
+    assert str(ApprovalAudit([])) == "(no approval decisions yet)"
+
+
+def test_an_approver_that_raises_leaves_nothing_pending():
+    graph, warehouse = build_warehouse_graph()
+    config = thread_config("raises")
+
+    def broken(request):
+        raise KeyError("quantity")
+
+    with pytest.raises(KeyError):
+        run_with_approver(graph, config, "go", broken)
+    assert pending_request(graph, config).tool == "amend_declaration"  # the next call, not this
+    audit = graph.get_state(config).values["audit"]
+    assert audit[0]["decision"] == "reject" and "approver raised" in audit[0]["note"]
+    assert "move_stock" not in [n for n, _ in warehouse.executed]

@@ -8,6 +8,7 @@ from course.guards.warehouse import (
     Warehouse,
     load_systems,
     monolithic_prompt,
+    prompt_sizes,
 )
 from course.tools.registry import ToolError
 
@@ -80,3 +81,13 @@ def test_bad_requests_name_the_problem():
         Coordinator().plan("ORD-404")
     with pytest.raises(ValueError, match="hand_off"):
         Coordinator().plan("ORD-1", hand_off="telepathy")
+
+
+def test_prompt_sizes_record_counts_each_prompt():
+    coordinator = Coordinator()
+    sizes = prompt_sizes(coordinator, lambda text: len(text), "characters")
+    assert sizes.tokens("supply") == len(coordinator.specialists["supply"].prompt())
+    assert sizes.tokens("one agent") == len(monolithic_prompt(coordinator.warehouse))
+    assert sizes.tokens("one agent") > 2 * max(sizes.tokens(n) for n in SPECIALIST_TOOLS)
+    assert "supply: tools=['get_stock', 'move_stock']; prompt=" in str(sizes)
+    assert sizes._repr_html_().count("<tr>") == 5

@@ -1,10 +1,10 @@
 """Approve / edit / reject buttons for a LangGraph run waiting in ``interrupt()``.
 
-The widget shows the pending call (tool, risk, arguments as editable JSON) and resumes the graph
-with :func:`course.guards.confirmation.decide` when a button is clicked; then it shows the next pending
-call, or the run's last message when nothing is waiting. It computes nothing itself: the graph
-and the gateway decide what runs. Clicking works in pure Python too
-(``panel.approve_button.click()``), which is how the tests drive it.
+A view: it shows the pending :class:`~course.guards.confirmation.ApprovalRequest` and the run's
+:class:`~course.guards.confirmation.ApprovalAudit` (both render themselves), and resumes the
+graph with :func:`course.guards.confirmation.decide` when a button is clicked. The graph and the
+gateway decide what runs. Clicking works in pure Python too (``panel.approve_button.click()``),
+which is how the tests drive it. Display it by making it a cell's last expression.
 
 Not handled: several approvers, or two widgets driving the same thread at once.
 """
@@ -17,7 +17,9 @@ from typing import Any
 
 import ipywidgets as w
 
-from course.guards.confirmation import ApprovalDecision, decide, pending_request
+from course.guards.confirmation import ApprovalAudit, ApprovalDecision, decide, pending_request
+
+__all__ = ["ApprovalPanel"]
 
 
 class ApprovalPanel(w.VBox):
@@ -27,43 +29,43 @@ class ApprovalPanel(w.VBox):
         self.graph, self.config, self.approver = graph, config, approver
         self.request_view = w.HTML()
         self.arguments = w.Textarea(layout=w.Layout(width="100%", height="120px"),
-                                          description="arguments")
+                                    description="arguments")
         self.approve_button = w.Button(description="Approve", button_style="success")
         self.edit_button = w.Button(description="Edit & approve", button_style="warning")
         self.reject_button = w.Button(description="Reject", button_style="danger")
         self.status = w.HTML()
+        self.audit_view = w.HTML()
         self.decisions: list[ApprovalDecision] = []
         self.approve_button.on_click(lambda _: self._send("approve"))
         self.edit_button.on_click(lambda _: self._send("edit"))
         self.reject_button.on_click(lambda _: self._send("reject"))
         buttons = w.HBox([self.approve_button, self.edit_button, self.reject_button])
-        super().__init__([self.request_view, self.arguments, buttons, self.status])
+        super().__init__([self.request_view, self.arguments, buttons, self.status,
+                          self.audit_view])
         self.refresh()
 
     @property
-    def request(self) -> dict[str, Any] | None:
-        """The call the graph waits on, or None."""
+    def request(self):
+        """The :class:`ApprovalRequest` the graph waits on, or None."""
         return pending_request(self.graph, self.config)
 
     def refresh(self) -> None:
-        """Show the pending call, or the last message when the run is finished."""
+        """Show the pending call, or the last message when the run is finished; and the audit."""
         request = self.request
         waiting = request is not None
         for button in (self.approve_button, self.edit_button, self.reject_button):
             button.disabled = not waiting
         self.arguments.disabled = not waiting
         if waiting:
-            self.request_view.value = (
-                f"<b>Waiting for approval:</b> <code>{html.escape(request['tool'])}</code> "
-                f"(risk: {html.escape(request['risk'])}, asked by "
-                f"{html.escape(request['subject'])})<br>{html.escape(request['description'])}")
-            self.arguments.value = json.dumps(request["arguments"], indent=1)
+            self.request_view.value = request._repr_html_()
+            self.arguments.value = json.dumps(request.arguments, indent=1)
         else:
             messages = self.graph.get_state(self.config).values.get("messages", [])
             last = messages[-1].content if messages else "(nothing yet)"
             self.request_view.value = ("<b>Nothing is waiting.</b><pre>"
                                        f"{html.escape(str(last))}</pre>")
             self.arguments.value = ""
+        self.audit_view.value = ApprovalAudit.of(self.graph, self.config)._repr_html_()
 
     def _send(self, action: str) -> None:
         arguments = None

@@ -1,7 +1,7 @@
 """Human confirmation as a runtime property: a LangGraph graph that stops before critical calls.
 
 The graph has three nodes: ``agent`` (the model proposes tool calls), ``tools`` (read and write
-calls go through the :class:`~course.tools.registry.ToolGateway` at once; critical calls are queued) and
+calls go through the :class:`~course.tools.gateway.ToolGateway` at once; critical calls are queued) and
 ``confirm``, which calls LangGraph's ``interrupt()`` with the proposed call and its arguments.
 The run stops there; the checkpointer keeps the pending call. It continues only when someone
 resumes it with ``Command(resume=decision)``:
@@ -14,8 +14,12 @@ Even then the call goes through the gateway, which refuses to run a critical too
 ``approve()`` of its own, so no path reaches a critical tool without a decision. Every decision
 goes to the ``audit`` list in the graph state (checkpointed with it) and to the gateway's audit.
 With a :class:`~langgraph.checkpoint.sqlite.SqliteSaver` the pending call survives a kernel
-restart: another process opens the same database and thread and resumes (``python -m
-course.guards.confirmation``).
+restart: another process opens the same database and thread and resumes (the warehouse run's
+command line, ``python -m course.guards.warehouse``, does it from a terminal).
+
+The records render themselves: :class:`ApprovalRequest` (the call a run waits on) and
+:class:`ApprovalAudit` (the decisions, from the graph state) have ``__str__`` and
+``_repr_html_``; :mod:`widgets.approval_panel` only shows them and sends decisions.
 
 Headless runs (CI) decide with a :class:`ScriptedApprover`; in JupyterLab the buttons of
 :mod:`widgets.approval_panel` send the same decisions.
@@ -26,8 +30,7 @@ name is whatever the caller passes), and parallel critical calls (they are confi
 
 from __future__ import annotations
 
-import argparse
-import json
+import html
 import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,8 +41,22 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
-from course.checkpoints import thread_config
-from course.tools.registry import ToolError, ToolGateway
+from course.tools.gateway import ToolGateway
+from course.tools.registry import ToolError
+
+__all__ = [
+    "ACTIONS",
+    "ApprovalAudit",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "ApprovalState",
+    "ScriptedApprover",
+    "ScriptedPlanModel",
+    "build_approval_graph",
+    "decide",
+    "pending_request",
+    "run_with_approver",
+]
 
 Action = Literal["approve", "edit", "reject"]
 ACTIONS = ("approve", "edit", "reject")
@@ -67,7 +84,7 @@ class ApprovalDecision:
 
     @classmethod
     def parse(cls, value: Any) -> ApprovalDecision:
-        """A ApprovalDecision from a resume value (a ApprovalDecision, a dict, or just 'approve'/'reject')."""
+        """An ApprovalDecision from a resume value (a decision, a dict, or 'approve'/'reject')."""
         if isinstance(value, ApprovalDecision):
             return value
         if isinstance(value, str):
@@ -79,6 +96,66 @@ class ApprovalDecision:
                                  f"'arguments', 'note'}}; got keys {sorted(value)}")
             return cls(**value)
         raise ValueError(f"cannot read a decision from {type(value).__name__}: {value!r}")
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """The critical call a run waits on: what the approver sees (the interrupt's value)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    call_id: str
+    risk: str
+    description: str
+    subject: str
+
+    @classmethod
+    def from_interrupt(cls, value: dict[str, Any]) -> ApprovalRequest:
+        """The record from the dict the ``confirm`` node passed to ``interrupt()``."""
+        return cls(**{name: value[name] for name in cls.__dataclass_fields__})
+
+    def __str__(self) -> str:
+        return (f"{self.tool}({self.arguments}) risk={self.risk}, asked by {self.subject}")
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        return (f"<b>Waiting for approval:</b> <code>{e(self.tool)}</code> (risk: {e(self.risk)},"
+                f" asked by {e(self.subject)})<br>{e(self.description)}")
+
+
+@dataclass
+class ApprovalAudit:
+    """The approval decisions of one run, in order (the ``audit`` list of the graph state)."""
+
+    entries: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, graph: Any, config: dict) -> ApprovalAudit:
+        """The audit saved in ``graph``'s checkpoint for the thread ``config``."""
+        return cls(list(graph.get_state(config).values.get("audit", [])))
+
+    def decisions(self) -> list[tuple[str, str]]:
+        """``(tool, decision)`` for every entry."""
+        return [(e["tool"], e["decision"]) for e in self.entries]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __str__(self) -> str:
+        if not self.entries:
+            return "(no approval decisions yet)"
+        return "\n".join(
+            f"{e['tool']}: {e['decision']} by {e['approver']} -> {e['status']}; executed "
+            f"arguments: {e['executed_arguments']}" for e in self.entries)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in
+                       ("tool", "decision", "approver", "status", "executed arguments"))
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(e[k]))}</td>" for k in
+                             ("tool", "decision", "approver", "status", "executed_arguments"))
+            + "</tr>" for e in self.entries)
+        return f"<table><tr>{head}</tr>{rows}</table>"
 
 
 class ApprovalState(TypedDict, total=False):
@@ -208,21 +285,21 @@ class ScriptedApprover:
     rules: dict[str, str | ApprovalDecision] = field(default_factory=dict)
     default: str = "reject"
     approver: str = "scripted:policy"
-    seen: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[ApprovalRequest] = field(default_factory=list)
 
-    def __call__(self, request: dict[str, Any]) -> ApprovalDecision:
+    def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         self.seen.append(request)
-        rule = self.rules.get(request["tool"], self.default)
+        rule = self.rules.get(request.tool, self.default)
         if isinstance(rule, ApprovalDecision):
             return rule
         return ApprovalDecision(rule, self.approver)
 
 
-def pending_request(graph: Any, config: dict) -> dict[str, Any] | None:
-    """The call the graph is waiting on (its interrupt value), or None if it is not waiting."""
+def pending_request(graph: Any, config: dict) -> ApprovalRequest | None:
+    """The call the graph is waiting on (from its interrupt), or None if it is not waiting."""
     state = graph.get_state(config)
     interrupts = [i for task in state.tasks for i in task.interrupts]
-    return interrupts[0].value if interrupts else None
+    return ApprovalRequest.from_interrupt(interrupts[0].value) if interrupts else None
 
 
 def decide(graph: Any, config: dict, decision: ApprovalDecision | dict | str) -> dict:
@@ -234,45 +311,19 @@ def decide(graph: Any, config: dict, decision: ApprovalDecision | dict | str) ->
 
 
 def run_with_approver(graph: Any, config: dict, request_text: str,
-                      approver: Callable[[dict[str, Any]], ApprovalDecision]) -> dict:
-    """Run from a user request to the end, asking ``approver`` at every interrupt."""
+                      approver: Callable[[ApprovalRequest], ApprovalDecision]) -> dict:
+    """Run from a user request to the end, asking ``approver`` at every interrupt.
+
+    An approver that raises fails closed: the waiting call is rejected (the audit names the
+    error) before the exception propagates, so no approval is left pending.
+    """
     graph.invoke({"messages": [HumanMessage(request_text)]}, config)
     while (request := pending_request(graph, config)) is not None:
-        decide(graph, config, approver(request))
-    return graph.get_state(config).values
-
-
-def audit_table(audit: list[dict[str, Any]]) -> str:
-    """The approval decisions, one line each."""
-    lines = [f"{'tool':<18} {'decision':<8} {'approver':<18} {'status':<20} executed arguments"]
-    for e in audit:
-        lines.append(f"{e['tool']:<18} {e['decision']:<8} {e['approver']:<18} {e['status']:<20} "
-                     f"{e['executed_arguments']}")
-    return "\n".join(lines)
-
-
-def _main(argv: list[str] | None = None) -> None:
-    """``python -m course.guards.confirmation --db F --thread T start|show|approve|reject|edit``."""
-    from course.guards.warehouse import build_warehouse_graph
-
-    parser = argparse.ArgumentParser(description="Start or resume the warehouse approval run.")
-    parser.add_argument("--db", required=True)
-    parser.add_argument("--thread", required=True)
-    parser.add_argument("--approver", default="human:cli")
-    parser.add_argument("--arguments", default="{}", help="JSON arguments for 'edit'")
-    parser.add_argument("step", choices=["start", "show", *ACTIONS])
-    args = parser.parse_args(argv)
-    graph, warehouse = build_warehouse_graph(args.db)
-    config = thread_config(args.thread)
-    if args.step == "start":
-        graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
-    elif args.step != "show":
-        decision = ApprovalDecision(args.step, args.approver,
-                            json.loads(args.arguments) if args.step == "edit" else None)
+        try:
+            decision = approver(request)
+        except Exception as err:
+            decide(graph, config, ApprovalDecision("reject", "runtime",
+                                                   note=f"the approver raised {err!r}"))
+            raise
         decide(graph, config, decision)
-    print("waiting for:", json.dumps(pending_request(graph, config)))
-    print("executed in this process:", warehouse.executed)
-
-
-if __name__ == "__main__":
-    _main()
+    return graph.get_state(config).values

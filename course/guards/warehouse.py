@@ -19,18 +19,61 @@ of a model's reasoning. ``hand_off="lossy"`` reproduces the coordination failure
 context lost between agents (the shipping site is dropped from the supply task), which leads to
 contradicting proposals that the coordinator detects.
 
+Command line: ``python -m course.guards.warehouse --db FILE --thread T start|show|approve|reject|edit``
+starts the confirmed run of ``ORD-1`` in a SQLite checkpoint, or resumes it from another process.
+
 Not handled: concurrency, partial shipments, more than one SKU per order, real carriers or customs.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from course.tools.registry import ToolError, ToolGateway, ToolRegistry
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from course.checkpoints import sqlite_checkpointer, thread_config
+from course.guards.confirmation import (
+    ACTIONS,
+    ApprovalDecision,
+    ScriptedPlanModel,
+    build_approval_graph,
+    decide,
+    pending_request,
+)
+from course.tools.gateway import ToolGateway
+from course.tools.registry import ToolError, ToolRegistry
+
+__all__ = [
+    "ALL_TOOLS",
+    "COORDINATOR",
+    "INSTRUCTIONS",
+    "SPECIALIST_TOOLS",
+    "CoordinatedPlan",
+    "Coordinator",
+    "PromptSizes",
+    "Proposal",
+    "Specialist",
+    "SpecialistReport",
+    "Task",
+    "Warehouse",
+    "build_warehouse_graph",
+    "check_consistency",
+    "load_systems",
+    "main",
+    "make_specialists",
+    "monolithic_prompt",
+    "prompt_sizes",
+    "registry_for",
+    "warehouse_gateway",
+]
 
 DATA_PACKAGE = "course.data"
 SYSTEM_FILES = ("stock.json", "transit.json", "export.json", "orders.json")
@@ -163,6 +206,9 @@ SPECIALIST_TOOLS: dict[str, dict[str, str]] = {
     "export": {"get_declaration": "read", "amend_declaration": "critical"},
 }
 
+#: Every warehouse tool with its risk class (what one agent without specialists would hold).
+ALL_TOOLS: dict[str, str] = {n: r for tools in SPECIALIST_TOOLS.values() for n, r in tools.items()}
+
 INSTRUCTIONS: dict[str, str] = {
     "supply": ("You are the supply agent. Make the ordered units available at the shipping "
                "site. Read stock with your tools; propose a stock move if the site is short. "
@@ -184,8 +230,7 @@ def registry_for(warehouse: Warehouse, names: dict[str, str]) -> ToolRegistry:
 
 def warehouse_gateway(warehouse: Warehouse) -> ToolGateway:
     """The coordinator's gateway: every warehouse tool, critical ones held for confirmation."""
-    every = {n: r for tools in SPECIALIST_TOOLS.values() for n, r in tools.items()}
-    return ToolGateway(registry_for(warehouse, every),
+    return ToolGateway(registry_for(warehouse, ALL_TOOLS),
                        grants={COORDINATOR: {"read", "write", "critical"}})
 
 
@@ -237,9 +282,7 @@ class Specialist:
 
     def prompt(self) -> str:
         """The text a model playing this specialist would receive: instructions and tools."""
-        tools = "\n".join(json.dumps(s["function"], separators=(",", ":"))
-                          for s in self.registry.schemas())
-        return f"{self.instructions}\nTools:\n{tools}"
+        return f"{self.instructions}\nTools:\n{_tool_lines(self.registry)}"
 
     def read(self, tool: str, **arguments: Any) -> Any:
         """Call one of its own read tools through its registry (other tools are refused)."""
@@ -302,11 +345,45 @@ def make_specialists(warehouse: Warehouse) -> dict[str, Specialist]:
 
 def monolithic_prompt(warehouse: Warehouse) -> str:
     """The one prompt a single agent would need: every instruction and every tool."""
-    every = {n: r for tools in SPECIALIST_TOOLS.values() for n, r in tools.items()}
-    registry = registry_for(warehouse, every)
-    tools = "\n".join(json.dumps(s["function"], separators=(",", ":"))
-                      for s in registry.schemas())
+    tools = _tool_lines(registry_for(warehouse, ALL_TOOLS))
     return "\n".join(INSTRUCTIONS.values()) + f"\nTools:\n{tools}"
+
+
+def _tool_lines(registry: ToolRegistry) -> str:
+    """The registry's tool schemas, one compact JSON line each (as a prompt lists them)."""
+    return "\n".join(json.dumps(s["function"], separators=(",", ":")) for s in registry.schemas())
+
+
+@dataclass
+class PromptSizes:
+    """How long each specialist's prompt is, beside the one prompt of a single agent."""
+
+    rows: list[tuple[str, list[str], int]]  # (agent, its tools, prompt tokens)
+    counted_with: str
+
+    def tokens(self, agent: str) -> int:
+        """The prompt size of ``agent`` ("supply", ..., or "one agent")."""
+        return next(n for name, _, n in self.rows if name == agent)
+
+    def __str__(self) -> str:
+        lines = [f"{name}: tools={tools}; prompt={n} tokens" for name, tools, n in self.rows]
+        return "\n".join([*lines, f"(tokens counted with {self.counted_with})"])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{html.escape(', '.join(tools))}"
+                       f"</td><td>{n}</td></tr>" for name, tools, n in self.rows)
+        return (f"<table><tr><th>agent</th><th>tools</th><th>prompt tokens</th></tr>{rows}"
+                f"</table><small>tokens counted with {html.escape(self.counted_with)}</small>")
+
+
+def prompt_sizes(coordinator: Coordinator, count_tokens: Callable[[str], int],
+                 counted_with: str) -> PromptSizes:
+    """Each specialist's prompt and the single agent's prompt, counted with ``count_tokens``."""
+    rows = [(name, s.tool_names(), count_tokens(s.prompt()))
+            for name, s in coordinator.specialists.items()]
+    rows.append(("one agent", sorted(ALL_TOOLS), count_tokens(monolithic_prompt(
+        coordinator.warehouse))))
+    return PromptSizes(rows, counted_with)
 
 
 @dataclass
@@ -425,20 +502,38 @@ def build_warehouse_graph(db_path: str | None = None, order_id: str = "ORD-1",
     gateway, critical calls wait for a decision. With ``db_path`` the graph checkpoints to
     SQLite, so another process can resume it. Returns the graph and its warehouse.
     """
-    from course.checkpoints import sqlite_checkpointer
-    from course.guards.confirmation import ScriptedPlanModel, build_approval_graph
-
     warehouse = Warehouse()
     plan = Coordinator(warehouse).plan(order_id)
     if not plan.ok:
         raise ValueError(f"the coordinator rejected the plan: {plan.conflicts}")
     if checkpointer is None:
-        if db_path is None:
-            from langgraph.checkpoint.memory import InMemorySaver
-
-            checkpointer = InMemorySaver()
-        else:
-            checkpointer = sqlite_checkpointer(db_path)
+        checkpointer = InMemorySaver() if db_path is None else sqlite_checkpointer(db_path)
     graph = build_approval_graph(warehouse_gateway(warehouse),
                                  ScriptedPlanModel(plan.tool_calls()), COORDINATOR, checkpointer)
     return graph, warehouse
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m course.guards.warehouse --db F --thread T start|show|approve|reject|edit``."""
+    parser = argparse.ArgumentParser(description="Start or resume the warehouse approval run.")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--thread", required=True)
+    parser.add_argument("--approver", default="human:cli")
+    parser.add_argument("--arguments", default="{}", help="JSON arguments for 'edit'")
+    parser.add_argument("step", choices=["start", "show", *ACTIONS])
+    args = parser.parse_args(argv)
+    graph, warehouse = build_warehouse_graph(args.db)
+    config = thread_config(args.thread)
+    if args.step == "start":
+        graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
+    elif args.step != "show":
+        decision = ApprovalDecision(args.step, args.approver,
+                                    json.loads(args.arguments) if args.step == "edit" else None)
+        decide(graph, config, decision)
+    request = pending_request(graph, config)
+    print("waiting for:", "nothing" if request is None else request)
+    print("executed in this process:", warehouse.executed)
+
+
+if __name__ == "__main__":
+    main()
