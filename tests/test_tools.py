@@ -5,7 +5,9 @@ from typing import Literal
 
 import pytest
 
-from course.tools.registry import REFUSALS, ToolError, ToolGateway, ToolRegistry, ToolResult
+from course.tools.adapters import langchain_tools, smolagents_tools
+from course.tools.gateway import ToolGateway
+from course.tools.registry import REFUSALS, ToolError, ToolRegistry, ToolResult
 
 
 def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> str:
@@ -294,8 +296,8 @@ def test_langchain_tools_go_through_the_door(gateway):
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode
 
-    tools = gateway.registry.langchain_tools(
-        ["get_weather", "debug_dump", "update_address"],
+    tools = langchain_tools(
+        gateway.registry, ["get_weather", "debug_dump", "update_address"],
         executor=partial(gateway.execute, subject="guest"))
     assert [t.name for t in tools] == ["get_weather", "update_address"]  # debug_dump is off
     calls = [{"name": "get_weather", "args": {"city": "Oslo", "units": "kelvin"}, "id": "1"},
@@ -314,8 +316,8 @@ def test_langchain_tools_go_through_the_door(gateway):
 def test_smolagents_tools_go_through_the_door(gateway):
     from functools import partial
 
-    tools = gateway.registry.smolagents_tools(
-        ["get_weather", "debug_dump", "update_address"],
+    tools = smolagents_tools(
+        gateway.registry, ["get_weather", "debug_dump", "update_address"],
         executor=partial(gateway.execute, subject="guest"))
     weather, address = tools
     assert weather.name == "get_weather" and weather.inputs["units"]["nullable"] is True

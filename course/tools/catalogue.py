@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["ACTIONS", "LABELLED_REQUESTS", "OBJECTS", "CatalogueTool", "ToolRetriever", "build_catalogue", "recall_at_k", "tokenize"]
+
 OBJECTS: dict[str, str] = {
     "customer": "client buyer account holder contact person company",
     "order": "purchase basket checkout order placed by a customer",

@@ -21,7 +21,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from course.tools.registry import ToolRegistry
+from course.tools.registry import ToolError, ToolRegistry
+
+__all__ = [
+    "CALL_CLOSE", "CALL_OPEN", "TOOL_SYSTEM_TEMPLATE", "ParsedOutput", "parse_model_output",
+    "render_tool_prompt", "template_renders_tools", "tool_list_text", "tool_prompt_messages",
+    "validity",
+]
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 
@@ -87,8 +93,6 @@ class ParsedOutput:
         return f"text: {self.raw!r}"
 
 
-
-
 def _first_json_object(text: str) -> tuple[Any, str]:
     """Decode the first JSON value starting at the first '{' (or raise ValueError)."""
     start = text.find("{")
@@ -142,8 +146,6 @@ def validity(parsed: ParsedOutput, registry: ToolRegistry) -> str:
     Valid means it parses AND passes the registry's checks (known, allowed, arguments match
     the schema); nothing is executed.
     """
-    from course.tools.registry import ToolError
-
     if parsed.kind != "call":
         return parsed.kind
     try:

@@ -21,11 +21,14 @@ import uuid
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from course.tools.constrained import constrained_call
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
+
+__all__ = ["LocalToolCallingChat", "to_chat_dicts"]
 
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -61,8 +64,6 @@ class LocalToolCallingChat(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: Any = None, tools: list[dict] | None = None,
                   **kwargs: Any) -> ChatResult:
-        from course.tools.constrained import constrained_call
-
         tools = tools or []
         chat = to_chat_dicts(messages)
         prompt = render_tool_prompt(self.local, chat, tools)
@@ -89,5 +90,3 @@ class LocalToolCallingChat(BaseChatModel):
             message = AIMessage(content=text)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-
-__all__ = ["LocalToolCallingChat", "ToolMessage", "to_chat_dicts"]

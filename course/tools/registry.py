@@ -1,67 +1,48 @@
-"""The tool registry as the single door, refusal as a result, and a gateway on the same door.
+"""The tool registry: the single door every tool call goes through, and refusal as a result.
 
-API summary (stable; later chapters import it)::
+:class:`ToolRegistry` resolves a name to a function AND checks an allowlist before anything
+runs. Registration and permission are separate: ``register`` records a tool (``allowed=False``
+records it switched off); the allowlist (``allow`` / ``disallow`` / ``configure``) decides whether
+it may run, so configuration can switch a tool on without touching its code. It is an allowlist,
+never a denylist: a name that is not on it is refused, whatever it is.
 
-    from course.tools.registry import ToolRegistry, ToolGateway, ToolError, ToolResult, AuditRecord
+Arguments are validated with ``jsonschema`` against the tool's JSON Schema (generated from the
+typed Python function by LangChain's ``convert_to_openai_tool``, or taken from a smolagents
+``Tool``; ``additionalProperties: false`` added) and against a size limit, BEFORE execution.
+:class:`ToolError` means "the tool refused"; any other exception from a tool is a bug in our code:
+``call`` lets it propagate, ``execute`` (what loops use) returns it as ``status="bug"`` with the
+exception kept. ``execute`` never raises, whatever the caller passes. Every refusal is a text
+written for the model that names what was blocked (:data:`REFUSALS`); a tool that returns ``None``
+is reported as "returned no data", never as silence. A tool that requires confirmation is refused
+by the bare registry: only a caller that asked a human (the gateway,
+:mod:`course.tools.gateway`) passes ``confirmed_by``.
 
-    registry = ToolRegistry()
-    registry.register(get_weather)                      # schema from the typed function
-    registry.register(delete_all, risk="critical")      # registered ...
-    registry.register(debug_dump, allowed=False)        # ... registered but switched off
-    registry.configure({"enabled": ["get_weather"]})    # permission from configuration
-    registry.call("get_weather", city="Berlin")         # value, or raises ToolError (refusal)
-    result = registry.execute("get_weather", {"city": "Berlin"})   # never raises: ToolResult
-    result.ok, result.status, result.content            # content is the text for the model
-    result.as_message()                                 # {"role": "tool", ...}
-    registry.langchain_tools(executor=None)             # StructuredTools that use the door
-    registry.smolagents_tools(executor=None)            # smolagents Tools that use the door
-
-    gateway = ToolGateway(registry, grants={"agent:support": {"read", "write", "critical"}})
-    gateway.execute("refund_order", {"order_id": "A1"}, subject="agent:support")
-    gateway.pending                                     # ConfirmationRequest records
-    gateway.approve(request_id, approver="human:dana")  # the runtime half of "confirm"
-    ToolGateway(registry, grants, confirm=ask_human)    # or ask at once: ask_human(req) -> bool
-    gateway.audit                                       # AuditLog of AuditRecord, one per decision
-
-- :class:`ToolRegistry` resolves a name to a function AND checks an allowlist before anything
-  runs. Registration and permission are separate: ``register`` records the tool; the allowlist
-  (``allow``/``disallow``/``configure``) decides whether it may run. It is an allowlist, never a
-  denylist: a name that is not on it is refused, whatever it is.
-- Arguments are validated with ``jsonschema`` against the tool's JSON Schema (generated from the
-  typed Python function by LangChain's ``convert_to_openai_tool``, or taken from a smolagents
-  ``Tool``), with ``additionalProperties: false``, and against a size limit, BEFORE execution.
-- :class:`ToolError` means "the tool refused" (tell the model, retry, fall back). Any other
-  exception from a tool is a bug in our code: :meth:`ToolRegistry.call` lets it propagate;
-  :meth:`ToolRegistry.execute` turns it into a result with ``status="bug"`` (so the agent loop
-  does not crash) and keeps the exception in ``result.exception`` for whoever must fix it.
-- Every refusal comes back as a string written for the model that names what was blocked
-  (:data:`REFUSALS`). A tool that returns ``None`` is reported as "returned no data", never as
-  silence.
-- A tool that requires confirmation (default for ``risk="critical"``) is refused by the bare
-  registry (``confirmation_unavailable``): only a gateway can hold it for a human.
-- :class:`ToolGateway` adds a subject (who asks), a risk class per tool (``read`` / ``write`` /
-  ``critical``), confirmation for critical calls (held as a pending request until a human
-  approves or denies it) and an :class:`AuditRecord` for every decision.
-
-Not handled: asynchronous tools, timeouts or rate limits, sandboxing of what a tool does once
-it runs, authentication of the subject (the caller states it; the gateway trusts the caller),
-persistence of the audit log beyond memory (``AuditLog.to_jsonl`` writes it out).
+Not handled here: who is asking and risk grants, holding a call for a human and the audit log
+(:mod:`course.tools.gateway`); LangChain / smolagents objects (:mod:`course.tools.adapters`);
+asynchronous tools; sandboxing what a tool does once it runs. A per-tool ``timeout`` stops the
+*caller's* wait, not the tool: a thread that overran keeps running in the background, and the
+model is told the outcome is unknown.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
 import json
-import time
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_MAX_ARGUMENT_CHARS", "REFUSALS", "RISK_CLASSES", "RiskClass", "ToolError",
+    "ToolRegistry", "ToolResult", "ToolSpec", "schema_from_function",
+]
 
 RiskClass = Literal["read", "write", "critical"]
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000
+_MAX_DEPTH = 64  # deeper arguments are refused before jsonschema (which recurses) sees them
 
 #: The refusal texts, one per outcome. Written for the model: each names what was blocked and
 #: what the model should do next. ``{tool}`` and the other fields are filled in per call.
@@ -88,6 +69,14 @@ REFUSALS: dict[str, str] = {
         "not your fault. Tell the user the action could not be completed."
     ),
     "no_data": "Tool '{tool}' completed and returned no data.",
+    "timeout": (
+        "Tool '{tool}' did not finish within {timeout} s, so its outcome is UNKNOWN: it may "
+        "still complete. Tell the user the result is not known yet; do not claim it succeeded."
+    ),
+    "vetoed": (
+        "Policy '{policy}' forbids this call to '{tool}', so it was NOT run: {reason}. "
+        "Tell the user why; do not retry the same call."
+    ),
     "subject_not_permitted": (
         "Subject '{subject}' may not use {risk} tools, so '{tool}' was NOT run. "
         "Tell the user this action needs someone with {risk} permission."
@@ -132,6 +121,7 @@ class ToolSpec:
     risk: str = "read"
     requires_confirmation: bool = False
     max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
+    timeout: float | None = None
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool in the OpenAI / chat-template format: ``{"type": "function", ...}``."""
@@ -181,12 +171,28 @@ class ToolResult:
 
 
 def _to_content(value: Any) -> str:
+    """The text the model reads for a value (JSON when it can be, else ``str``)."""
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+def _depth(value: Any, limit: int = _MAX_DEPTH) -> int:
+    """Nesting depth of a JSON-like value, counted without recursion (stops past ``limit``)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def schema_from_function(fn: Callable[..., Any]) -> tuple[str, str, dict[str, Any]]:
@@ -272,23 +278,30 @@ class ToolRegistry:
         allowed: bool = True,
         requires_confirmation: bool | None = None,
         max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+        timeout: float | None = None,
     ) -> Any:
         """Record a tool; also usable as a decorator (``@registry.register(risk="write")``).
 
-        ``schema`` (JSON Schema of the parameters) overrides the generated one. ``allowed``
-        puts the tool on the allowlist at once (the note's API); configuration can change it.
-        ``requires_confirmation`` defaults to True for ``risk="critical"``. Returns ``fn``.
+        ``schema`` (JSON Schema of the parameters) overrides the generated one. ``allowed=False``
+        records the tool switched off (configuration can enable it later).
+        ``requires_confirmation`` defaults to True for ``risk="critical"``. ``timeout`` (seconds)
+        bounds how long :meth:`execute` waits for the tool. Returns ``fn``. A name must be a
+        Python identifier (what every adapter needs), so a lambda needs ``name=...``.
         """
         if fn is None:
             return lambda f: self.register(
                 f, name=name, description=description, schema=schema, risk=risk,
                 allowed=allowed, requires_confirmation=requires_confirmation,
-                max_argument_chars=max_argument_chars,
+                max_argument_chars=max_argument_chars, timeout=timeout,
             )
         if risk not in RISK_CLASSES:
             raise ValueError(f"risk must be one of {RISK_CLASSES}, got {risk!r}")
         if not callable(fn):
             raise TypeError(f"register() needs a callable tool, got {type(fn).__name__}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"a tool name must be a string, got {type(name).__name__} {name!r}")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if schema is None:
             auto_name, auto_description, parameters = schema_from_function(fn)
         else:
@@ -296,6 +309,9 @@ class ToolRegistry:
             auto_description = inspect.getdoc(fn) or ""
             parameters = {"type": "object", "additionalProperties": False, **schema}
         tool_name = name or auto_name
+        if not isinstance(tool_name, str) or not tool_name.isidentifier():
+            raise ValueError(f"tool name {tool_name!r} is not a Python identifier; "
+                             "fix: register(fn, name='a_name')")
         if tool_name in self._tools:
             raise ValueError(f"a tool named {tool_name!r} is already registered")
         self._tools[tool_name] = ToolSpec(
@@ -307,6 +323,7 @@ class ToolRegistry:
             requires_confirmation=(risk == "critical") if requires_confirmation is None
             else requires_confirmation,
             max_argument_chars=max_argument_chars,
+            timeout=timeout,
         )
         if allowed:
             self.allowlist.add(tool_name)
@@ -328,22 +345,26 @@ class ToolRegistry:
         """Replace the allowlist from configuration: ``{"enabled": [names]}`` or a JSON file.
 
         Only the listed tools may run afterwards (allowlist, never denylist). A name that is not
-        registered is a configuration error and raises ``KeyError`` naming it.
+        registered raises ``KeyError`` naming it; ``enabled`` that is not a list of names (a
+        single string, say) raises ``TypeError``: nothing changes on a bad configuration.
         """
         if isinstance(config, (str, Path)):
             config = json.loads(Path(config).read_text(encoding="utf-8"))
-        if "enabled" not in config:
+        if not isinstance(config, Mapping) or "enabled" not in config:
             raise KeyError("tool configuration needs an 'enabled' list of tool names")
-        enabled = list(config["enabled"])
+        enabled = config["enabled"]
+        if not isinstance(enabled, (list, tuple)) or not all(isinstance(n, str) for n in enabled):
+            raise TypeError(f"'enabled' must be a list of tool names, got {enabled!r}; "
+                            'fix: {"enabled": ["get_weather"]}')
         unknown = [n for n in enabled if n not in self._tools]
         if unknown:
             raise KeyError(f"configuration enables unregistered tool(s): {unknown}")
         self.allowlist = set(enabled)
         return set(self.allowlist)
 
-    def is_allowed(self, name: str) -> bool:
+    def is_allowed(self, name: Any) -> bool:
         """True when ``name`` is registered and on the allowlist."""
-        return name in self._tools and name in self.allowlist
+        return isinstance(name, str) and name in self._tools and name in self.allowlist
 
     # -- lookup ------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -356,7 +377,7 @@ class ToolRegistry:
 
     def spec(self, name: str) -> ToolSpec:
         """The registered :class:`ToolSpec` (``KeyError`` naming the tool if absent)."""
-        if name not in self._tools:
+        if not isinstance(name, str) or name not in self._tools:
             raise KeyError(f"no tool named {name!r} is registered")
         return self._tools[name]
 
@@ -370,92 +391,27 @@ class ToolRegistry:
         return [self._tools[n].openai_schema() for n in chosen]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and name in self._tools
 
     def __len__(self) -> int:
         return len(self._tools)
 
-    def langchain_tools(
-        self,
-        names: Iterable[str] | None = None,
-        executor: Callable[[str, Any], ToolResult] | None = None,
-    ) -> list[Any]:
-        """The allowed tools as LangChain ``StructuredTool`` objects that go through this door.
-
-        Each tool's function is ``executor(name, arguments).content`` (default
-        :meth:`execute`; pass e.g. ``functools.partial(gateway.execute, subject="agent")``),
-        so a LangGraph ``ToolNode`` gets the refusal text, never an exception.
-        """
-        from langchain_core.tools import StructuredTool
-
-        run = executor or self.execute
-        tools = []
-        for schema in self.schemas(names):
-            function = schema["function"]
-
-            def call(_name: str = function["name"], **arguments: Any) -> str:
-                return run(_name, arguments).content
-
-            tools.append(StructuredTool(name=function["name"],
-                                        description=function["description"],
-                                        args_schema=function["parameters"], func=call))
-        return tools
-
-    def smolagents_tools(
-        self,
-        names: Iterable[str] | None = None,
-        executor: Callable[[str, Any], ToolResult] | None = None,
-    ) -> list[Any]:
-        """The allowed tools as smolagents ``Tool`` objects that go through this door.
-
-        ``forward(**kwargs)`` returns ``executor(name, kwargs).content`` (default
-        :meth:`execute`), so an agent's code receives the refusal text as the tool's output.
-        Optional arguments become ``nullable`` inputs; a ``None`` the agent passes for one is
-        dropped before validation.
-        """
-        from smolagents import Tool
-
-        run = executor or self.execute
-        allowed_types = {"string", "integer", "number", "boolean", "array", "object"}
-        tools = []
-        for schema in self.schemas(names):
-            function = schema["function"]
-            params = function["parameters"]
-            required = set(params.get("required", []))
-            inputs = {}
-            for arg, prop in params.get("properties", {}).items():
-                kind = prop.get("type") if prop.get("type") in allowed_types else "any"
-                entry = {"type": kind, "description": prop.get("description", arg)}
-                if arg not in required:
-                    entry["nullable"] = True
-                inputs[arg] = entry
-
-            class DoorTool(Tool):
-                skip_forward_signature_validation = True
-
-                def forward(self, *args: Any, **kwargs: Any) -> str:
-                    kwargs = {**dict(zip(self.inputs, args, strict=False)), **kwargs}
-                    kwargs = {k: v for k, v in kwargs.items() if v is not None}
-                    return run(self.name, kwargs).content
-
-            DoorTool.name = function["name"]
-            DoorTool.description = function["description"] or function["name"]
-            DoorTool.inputs = inputs
-            DoorTool.output_type = "string"
-            tools.append(DoorTool())
-        return tools
-
     # -- the door ----------------------------------------------------------------------
-    def check(self, name: str, arguments: Any) -> ToolSpec:
+    def check(self, name: Any, arguments: Any) -> ToolSpec:
         """Everything that happens before execution; raises :class:`ToolError` on refusal."""
-        if name not in self._tools:
+        if not isinstance(name, str) or name not in self._tools:
             available = ", ".join(self.allowed_names()) or "(none)"
+            shown = name if isinstance(name, str) else repr(name)[:80]
             raise ToolError(
-                REFUSALS["unknown_tool"].format(tool=name, available=available),
-                "unknown_tool", str(name))
+                REFUSALS["unknown_tool"].format(tool=shown, available=available),
+                "unknown_tool", shown)
         if name not in self.allowlist:
             raise ToolError(REFUSALS["not_allowed"].format(tool=name), "not_allowed", name)
         spec = self._tools[name]
+        if _depth(arguments) > _MAX_DEPTH:
+            raise ToolError(REFUSALS["invalid_arguments"].format(
+                tool=name, problems=f"arguments nested deeper than {_MAX_DEPTH} levels"),
+                "invalid_arguments", name)
         size = len(_to_content(arguments))
         if size > spec.max_argument_chars:
             raise ToolError(REFUSALS["oversized_arguments"].format(
@@ -478,214 +434,63 @@ class ToolRegistry:
                 tool=name, risk=spec.risk), "confirmation_unavailable", name)
         return spec.fn(**arguments)
 
-    def execute(self, name: str, arguments: Any = None) -> ToolResult:
+    def execute(self, name: Any, arguments: Any = None, *, confirmed_by: str = "") -> ToolResult:
         """Run a call through the door and always return a :class:`ToolResult` (never raises).
 
         Refusals (including a :class:`ToolError` raised inside the tool) come back with their
-        message for the model. A tool that requires confirmation is refused here (no human to
-        ask); use :class:`ToolGateway` to hold it for approval. Another exception comes back with ``status="bug"``, the
-        exception kept in ``result.exception``, so the caller can log it and fix the code.
+        message for the model; any other exception (``SystemExit`` included) comes back as
+        ``status="bug"`` with the exception in ``result.exception``. A tool that requires
+        confirmation runs only with ``confirmed_by`` (who confirmed it: the gateway passes the
+        human's name after asking); without it the bare registry refuses, since nobody was asked.
         """
         arguments = {} if arguments is None else arguments
         args_record = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
+        tool = name if isinstance(name, str) else repr(name)[:80]
         try:
             spec = self.check(name, arguments)
         except ToolError as err:
-            return ToolResult(str(name), args_record, err.status, str(err), exception=err)
-        if spec.requires_confirmation:  # the bare registry has no human to ask: refuse, loudly
+            return ToolResult(err.tool or tool, args_record, err.status, str(err), exception=err)
+        except Exception as err:  # a validator failure on a hostile schema/argument: a bug
+            return _bug(tool, args_record, err)
+        if spec.requires_confirmation and not confirmed_by:
             message = REFUSALS["confirmation_unavailable"].format(tool=name, risk=spec.risk)
             return ToolResult(name, args_record, "confirmation_unavailable", message)
-        return self._run(spec, args_record)
+        if spec.timeout is None:
+            return _run(spec, args_record)
+        box: list[ToolResult] = []
+        worker = threading.Thread(target=lambda: box.append(_run(spec, args_record)),
+                                  name=f"tool-{spec.name}", daemon=True)
+        worker.start()
+        worker.join(spec.timeout)
+        if not box:
+            return ToolResult(spec.name, args_record, "timeout",
+                              REFUSALS["timeout"].format(tool=spec.name, timeout=spec.timeout))
+        return box[0]
 
-    def _run(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
-        try:
-            value = spec.fn(**arguments)
-        except ToolError as err:
-            message = str(err)
-            if spec.name not in message:
-                message = REFUSALS["refused"].format(tool=spec.name, reason=message)
-            return ToolResult(spec.name, arguments, err.status, message, exception=err)
-        except Exception as err:  # a bug: reported as such, not disguised as a refusal
-            error = f"{type(err).__name__}: {err}"
-            return ToolResult(spec.name, arguments, "bug",
-                              REFUSALS["bug"].format(tool=spec.name, error=error), exception=err)
+
+def _bug(tool: str, arguments: dict[str, Any], err: BaseException) -> ToolResult:
+    try:
+        error = f"{type(err).__name__}: {err}"
+    except Exception:  # an exception whose __str__ raises
+        error = type(err).__name__
+    return ToolResult(tool, arguments, "bug", REFUSALS["bug"].format(tool=tool, error=error),
+                      exception=err)
+
+
+def _run(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
+    """Run a checked call; every outcome (a value, a refusal, any exception) becomes a result."""
+    try:
+        value = spec.fn(**arguments)
         if value is None:
             return ToolResult(spec.name, arguments, "no_data",
                               REFUSALS["no_data"].format(tool=spec.name))
         return ToolResult(spec.name, arguments, "ok", _to_content(value), value=value)
-
-
-# ---------------------------------------------------------------------------------------
-# The gateway: subject, risk class, confirmation, audit
-# ---------------------------------------------------------------------------------------
-_request_ids = itertools.count(1)
-
-
-@dataclass
-class ConfirmationRequest:
-    """A critical call held until a human approves or denies it."""
-
-    request_id: str
-    subject: str
-    tool: str
-    arguments: dict[str, Any]
-    risk: str
-
-
-@dataclass
-class AuditRecord:
-    """One decision of the gateway: who asked for what, and what happened."""
-
-    seq: int
-    subject: str
-    tool: str
-    risk: str
-    arguments: dict[str, Any]
-    decision: str  # allowed | refused | needs_confirmation | confirmed | denied
-    status: str  # the ToolResult status ("ok", "not_allowed", ...)
-    message: str
-    approver: str = ""
-    timestamp: float = 0.0
-
-    def line(self) -> str:
-        """One readable line for a table or a log."""
-        who = f" by {self.approver}" if self.approver else ""
-        return (f"#{self.seq} {self.subject:<16} {self.tool:<16} {self.risk:<8} "
-                f"{self.decision + who:<24} {self.status}")
-
-
-@dataclass
-class AuditLog:
-    """Every decision the gateway made, in order."""
-
-    records: list[AuditRecord] = field(default_factory=list)
-
-    def add(self, record: AuditRecord) -> None:
-        self.records.append(record)
-
-    def for_subject(self, subject: str) -> list[AuditRecord]:
-        """The records of one subject."""
-        return [r for r in self.records if r.subject == subject]
-
-    def decisions(self) -> list[str]:
-        """The decision of every record, in order (handy in tests)."""
-        return [r.decision for r in self.records]
-
-    def to_jsonl(self, path: str | Path) -> Path:
-        """Write the log as JSON lines and return the path."""
-        path = Path(path)
-        path.write_text("".join(json.dumps(asdict(r), default=str) + "\n" for r in self.records),
-                        encoding="utf-8")
-        return path
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __iter__(self):
-        return iter(self.records)
-
-    def __str__(self) -> str:
-        header = f"{'#':<3}{'subject':<17}{'tool':<17}{'risk':<9}{'decision':<25}status"
-        return "\n".join([header] + [r.line() for r in self.records])
-
-    def __repr__(self) -> str:
-        return f"AuditLog({len(self.records)} records)\n{self}"
-
-
-class ToolGateway:
-    """The registry's door with a subject, risk classes, confirmation and an audit record.
-
-    ``grants`` maps a subject to the risk classes it may use, e.g.
-    ``{"agent:support": {"read", "write"}, "human:dana": {"read", "write", "critical"}}``;
-    a subject not listed may use nothing. A tool that requires confirmation is not run by
-    :meth:`execute`: it becomes a pending :class:`ConfirmationRequest` and the model gets a
-    "needs confirmation" result; :meth:`approve` (a human) runs it, :meth:`deny` declines it.
-    With ``confirm`` (a callable that shows the :class:`ConfirmationRequest` to a human, or a
-    scripted stand-in, and returns True/False), :meth:`execute` asks at once and returns the
-    approved call's result or the denial; the audit log then holds both decisions, and
-    ``approver`` names who answered.
-    """
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        grants: Mapping[str, Iterable[str]],
-        confirm: Callable[[ConfirmationRequest], bool] | None = None,
-        approver: str = "human",
-    ):
-        self.registry = registry
-        self.confirm = confirm
-        self.approver = approver
-        self.grants = {subject: set(classes) for subject, classes in grants.items()}
-        for subject, classes in self.grants.items():
-            bad = classes - set(RISK_CLASSES)
-            if bad:
-                raise ValueError(f"grants for {subject!r} name unknown risk classes {sorted(bad)}")
-        self.audit = AuditLog()
-        self._pending: dict[str, ConfirmationRequest] = {}
-
-    @property
-    def pending(self) -> list[ConfirmationRequest]:
-        """Confirmation requests waiting for a human."""
-        return list(self._pending.values())
-
-    def _record(self, subject: str, tool: str, risk: str, arguments: dict[str, Any],
-                decision: str, result: ToolResult, approver: str = "") -> ToolResult:
-        self.audit.add(AuditRecord(len(self.audit) + 1, subject, tool, risk, arguments,
-                                   decision, result.status, result.content, approver,
-                                   time.time()))
-        return result
-
-    def execute(self, name: str, arguments: Any = None, *, subject: str) -> ToolResult:
-        """Check the door, the subject's grant and confirmation; run or refuse; audit it."""
-        arguments = {} if arguments is None else arguments
-        args_record = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
-        try:
-            spec = self.registry.check(name, arguments)
-        except ToolError as err:
-            risk = self.registry.spec(name).risk if name in self.registry else "?"
-            result = ToolResult(str(name), args_record, err.status, str(err), exception=err)
-            return self._record(subject, str(name), risk, args_record, "refused", result)
-        if spec.risk not in self.grants.get(subject, set()):
-            message = REFUSALS["subject_not_permitted"].format(
-                subject=subject, risk=spec.risk, tool=name)
-            result = ToolResult(name, args_record, "subject_not_permitted", message)
-            return self._record(subject, name, spec.risk, args_record, "refused", result)
-        if spec.requires_confirmation:
-            request = ConfirmationRequest(f"c{next(_request_ids)}", subject, name,
-                                          args_record, spec.risk)
-            self._pending[request.request_id] = request
-            message = REFUSALS["needs_confirmation"].format(
-                tool=name, risk=spec.risk, request_id=request.request_id)
-            result = ToolResult(name, args_record, "needs_confirmation", message)
-            self._record(subject, name, spec.risk, args_record, "needs_confirmation", result)
-            if self.confirm is None:
-                return result
-            if self.confirm(request):
-                return self.approve(request.request_id, self.approver)
-            return self.deny(request.request_id, self.approver)
-        result = self.registry._run(spec, args_record)
-        return self._record(subject, name, spec.risk, args_record, "allowed", result)
-
-    def _take(self, request_id: str) -> ConfirmationRequest:
-        if request_id not in self._pending:
-            raise KeyError(f"no pending confirmation request {request_id!r}; "
-                           f"pending: {sorted(self._pending)}")
-        return self._pending.pop(request_id)
-
-    def approve(self, request_id: str, approver: str) -> ToolResult:
-        """A human approves a pending request: the call runs now, and is audited."""
-        request = self._take(request_id)
-        spec = self.registry.spec(request.tool)
-        result = self.registry._run(spec, request.arguments)
-        return self._record(request.subject, request.tool, request.risk, request.arguments,
-                            "confirmed", result, approver)
-
-    def deny(self, request_id: str, approver: str) -> ToolResult:
-        """A human declines a pending request: the model is told it was declined."""
-        request = self._take(request_id)
-        message = REFUSALS["confirmation_denied"].format(
-            approver=approver, request_id=request_id, tool=request.tool)
-        result = ToolResult(request.tool, request.arguments, "confirmation_denied", message)
-        return self._record(request.subject, request.tool, request.risk, request.arguments,
-                            "denied", result, approver)
+    except ToolError as err:
+        message = str(err)
+        if spec.name not in message:
+            message = REFUSALS["refused"].format(tool=spec.name, reason=message)
+        return ToolResult(spec.name, arguments, err.status, message, exception=err)
+    except KeyboardInterrupt:  # the person at the keyboard stops the cell: let it through
+        raise
+    except BaseException as err:  # a bug (SystemExit too): reported as such, never a refusal
+        return _bug(spec.name, arguments, err)

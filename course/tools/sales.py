@@ -23,6 +23,8 @@ from typing import Literal
 
 from course.tools.registry import ToolError
 
+__all__ = ["CENT", "Sale", "categories", "load_sales", "numbers_backed_by_tool", "sales_summary"]
+
 CENT = Decimal("0.01")
 
 

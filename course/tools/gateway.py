@@ -1,0 +1,233 @@
+"""The gateway: the registry's door with a subject, risk classes, vetoes, confirmation and audit.
+
+:class:`ToolGateway` sits in front of a :class:`~course.tools.registry.ToolRegistry` and adds what a
+bare registry cannot know: **who** asks (a subject, granted risk classes ``read`` / ``write`` /
+``critical``), deterministic **vetoes** (a :class:`Policy` is code that forbids a proposed call,
+e.g. an amount over a limit; the refusal goes back as a result), **confirmation** of critical
+calls by a human (held as a :class:`ConfirmationRequest` until approved or denied, or asked at
+once through a ``confirm`` callback) and an :class:`AuditRecord` for every decision. It runs
+calls only through the registry's public door (``execute``, with ``confirmed_by`` after a
+human said yes), so the allowlist and the schema are checked again at approval time.
+
+Not handled: authentication of the subject (the caller states it; the gateway trusts the
+caller), persistence of the audit log beyond memory (``AuditLog.to_jsonl`` writes it out),
+expiry of pending requests, and policies that need state beyond the call itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from course.tools.registry import REFUSALS, RISK_CLASSES, ToolError, ToolRegistry, ToolResult
+
+__all__ = ["AuditLog", "AuditRecord", "ConfirmationRequest", "Policy", "ToolGateway"]
+
+_request_ids = itertools.count(1)
+
+
+@dataclass
+class ConfirmationRequest:
+    """A critical call held until a human approves or denies it."""
+
+    request_id: str
+    subject: str
+    tool: str
+    arguments: dict[str, Any]
+    risk: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A deterministic veto: ``rule(tool, arguments)`` returns a reason to refuse, or ``None``.
+
+    ``tools`` limits the policy to some tool names (empty: every tool). The rule is ordinary
+    code, so the same call is refused every time, whatever the model says.
+    """
+
+    name: str
+    rule: Callable[[str, dict[str, Any]], str | None]
+    tools: tuple[str, ...] = ()
+
+    def veto(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """The reason this call is forbidden, or ``None`` when the policy lets it pass."""
+        if self.tools and tool not in self.tools:
+            return None
+        return self.rule(tool, arguments)
+
+
+@dataclass
+class AuditRecord:
+    """One decision of the gateway: who asked for what, and what happened."""
+
+    seq: int
+    subject: str
+    tool: str
+    risk: str
+    arguments: dict[str, Any]
+    decision: str  # allowed | refused | vetoed | needs_confirmation | confirmed | denied
+    status: str  # the ToolResult status ("ok", "not_allowed", ...)
+    message: str
+    approver: str = ""
+    timestamp: float = 0.0
+
+    def line(self) -> str:
+        """One readable line for a table or a log."""
+        who = f" by {self.approver}" if self.approver else ""
+        return (f"#{self.seq} {self.subject:<16} {self.tool:<16} {self.risk:<8} "
+                f"{self.decision + who:<24} {self.status}")
+
+
+@dataclass
+class AuditLog:
+    """Every decision the gateway made, in order."""
+
+    records: list[AuditRecord] = field(default_factory=list)
+
+    def add(self, record: AuditRecord) -> None:
+        """Append one decision."""
+        self.records.append(record)
+
+    def decisions(self) -> list[str]:
+        """The decision of every record, in order (handy in tests)."""
+        return [r.decision for r in self.records]
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        """Write the log as JSON lines and return the path."""
+        path = Path(path)
+        path.write_text("".join(json.dumps(asdict(r), default=str) + "\n" for r in self.records),
+                        encoding="utf-8")
+        return path
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __str__(self) -> str:
+        header = f"{'#':<3}{'subject':<17}{'tool':<17}{'risk':<9}{'decision':<25}status"
+        return "\n".join([header] + [r.line() for r in self.records])
+
+    def __repr__(self) -> str:
+        return f"AuditLog({len(self.records)} records)\n{self}"
+
+
+class ToolGateway:
+    """The registry's door with a subject, risk classes, vetoes, confirmation and an audit record.
+
+    ``grants`` maps a subject to the risk classes it may use, e.g.
+    ``{"agent:support": {"read", "write"}, "human:dana": {"read", "write", "critical"}}``;
+    a subject not listed may use nothing. ``policies`` are checked after the grant and before
+    confirmation: a vetoed call is never offered to a human. A tool that requires confirmation
+    is not run by :meth:`execute`: it becomes a pending :class:`ConfirmationRequest` and the
+    model gets a "needs confirmation" result; :meth:`approve` (a human) runs it, :meth:`deny`
+    declines it. With ``confirm`` (a callable shown the request, returning True/False),
+    :meth:`execute` asks at once; a callback that raises counts as a denial (the request does
+    not stay pending) and the audit says why.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        grants: Mapping[str, Iterable[str]],
+        confirm: Callable[[ConfirmationRequest], bool] | None = None,
+        approver: str = "human",
+        policies: Iterable[Policy] = (),
+    ):
+        self.registry = registry
+        self.confirm = confirm
+        self.approver = approver
+        self.policies = list(policies)
+        self.grants = {subject: set(classes) for subject, classes in grants.items()}
+        for subject, classes in self.grants.items():
+            bad = classes - set(RISK_CLASSES)
+            if bad:
+                raise ValueError(f"grants for {subject!r} name unknown risk classes {sorted(bad)}")
+        self.audit = AuditLog()
+        self._pending: dict[str, ConfirmationRequest] = {}
+
+    @property
+    def pending(self) -> list[ConfirmationRequest]:
+        """Confirmation requests waiting for a human."""
+        return list(self._pending.values())
+
+    def _record(self, subject: str, tool: str, risk: str, arguments: dict[str, Any],
+                decision: str, result: ToolResult, approver: str = "") -> ToolResult:
+        self.audit.add(AuditRecord(len(self.audit) + 1, subject, tool, risk, arguments,
+                                   decision, result.status, result.content, approver,
+                                   time.time()))
+        return result
+
+    def execute(self, name: Any, arguments: Any = None, *, subject: str) -> ToolResult:
+        """Check the door, the subject's grant, the policies and confirmation; run or refuse."""
+        arguments = {} if arguments is None else arguments
+        args_record = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
+        try:
+            spec = self.registry.check(name, arguments)
+        except ToolError as err:
+            risk = self.registry.spec(name).risk if name in self.registry else "?"
+            result = ToolResult(err.tool, args_record, err.status, str(err), exception=err)
+            return self._record(subject, err.tool, risk, args_record, "refused", result)
+        except Exception:  # a hostile argument the validator chokes on: refused as a bug
+            result = self.registry.execute(name, arguments)  # the door's own account of it
+            return self._record(subject, result.tool, "?", args_record, "refused", result)
+        if spec.risk not in self.grants.get(subject, set()):
+            message = REFUSALS["subject_not_permitted"].format(
+                subject=subject, risk=spec.risk, tool=name)
+            result = ToolResult(name, args_record, "subject_not_permitted", message)
+            return self._record(subject, name, spec.risk, args_record, "refused", result)
+        for policy in self.policies:
+            reason = policy.veto(name, args_record)
+            if reason:
+                message = REFUSALS["vetoed"].format(policy=policy.name, tool=name, reason=reason)
+                result = ToolResult(name, args_record, "vetoed", message)
+                return self._record(subject, name, spec.risk, args_record, "vetoed", result)
+        if not spec.requires_confirmation:
+            result = self.registry.execute(name, args_record)
+            return self._record(subject, name, spec.risk, args_record, "allowed", result)
+        request = ConfirmationRequest(f"c{next(_request_ids)}", subject, name,
+                                      args_record, spec.risk)
+        self._pending[request.request_id] = request
+        message = REFUSALS["needs_confirmation"].format(
+            tool=name, risk=spec.risk, request_id=request.request_id)
+        result = ToolResult(name, args_record, "needs_confirmation", message)
+        self._record(subject, name, spec.risk, args_record, "needs_confirmation", result)
+        if self.confirm is None:
+            return result
+        try:
+            approved = self.confirm(request) is True
+        except Exception as err:  # a broken approval channel is a "no", never a hang
+            return self.deny(request.request_id,
+                             f"{self.approver} (confirm callback failed: {type(err).__name__})")
+        if approved:
+            return self.approve(request.request_id, self.approver)
+        return self.deny(request.request_id, self.approver)
+
+    def _take(self, request_id: str) -> ConfirmationRequest:
+        if request_id not in self._pending:
+            raise KeyError(f"no pending confirmation request {request_id!r}; "
+                           f"pending: {sorted(self._pending)}")
+        return self._pending.pop(request_id)
+
+    def approve(self, request_id: str, approver: str) -> ToolResult:
+        """A human approves a pending request: the call goes through the door now, audited."""
+        request = self._take(request_id)
+        result = self.registry.execute(request.tool, request.arguments,
+                                       confirmed_by=approver or "human")
+        return self._record(request.subject, request.tool, request.risk, request.arguments,
+                            "confirmed", result, approver)
+
+    def deny(self, request_id: str, approver: str) -> ToolResult:
+        """A human declines a pending request: the model is told it was declined."""
+        request = self._take(request_id)
+        message = REFUSALS["confirmation_denied"].format(
+            approver=approver, request_id=request_id, tool=request.tool)
+        result = ToolResult(request.tool, request.arguments, "confirmation_denied", message)
+        return self._record(request.subject, request.tool, request.risk, request.arguments,
+                            "denied", result, approver)
