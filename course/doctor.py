@@ -1,7 +1,8 @@
 """``python -m course doctor``: is this machine ready for the workbook?
 
 Each check gives one line; a failed check says what to do. The same report shows in the first
-notebook. The doctor reads files and versions; it does not load the model or download anything.
+notebook. The doctor reads files, headers and versions and asks a configured server for its
+model list (a few seconds at most); it does not load model weights or download anything.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ def _model() -> Check:
         return Check("model", False, str(err))
 
 
+def _roles() -> Check:
+    from course.models import describe_models
+
+    report = describe_models()
+    return Check("agent and probe models", report.ok, "; ".join(str(report).splitlines()))
+
+
 def _offline() -> Check:
     offline = hub_offline()
     detail = "HF_HUB_OFFLINE=1: nothing reaches a model hub" if offline else (
@@ -147,7 +155,7 @@ def _widgets() -> Check:
 
 def run_checks() -> list[Check]:
     """Run every check, in the order the report prints them."""
-    return [_python(), _libraries(), _model(), _offline(), _gpt2(), _qwen(), _widgets()]
+    return [_python(), _libraries(), _model(), _roles(), _offline(), _gpt2(), _qwen(), _widgets()]
 
 
 def report() -> bool:

@@ -1,10 +1,13 @@
 """``python -m course doctor`` passes here and fails with a clear line when an asset is missing."""
 
+import http.server
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 
 
 def doctor(**env):
@@ -82,3 +85,45 @@ def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(tmp
     line = next(x for x in out.stdout.splitlines() if "Qwen tokenizer" in x)
     assert line.startswith("[warn]") and "make assets" in line
     assert out.returncode == 0 and "optional, missing: Qwen tokenizer" in out.stdout
+
+
+class _Models(http.server.BaseHTTPRequestHandler):
+    answer = b'{"object": "list", "data": [{"id": "tiny-model", "object": "model"}]}'
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_doctor_asks_the_server_for_its_models():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        out = doctor(COURSE_MODEL=url)
+        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        assert line.startswith("[ok]") and "answers GET /models; lists tiny-model" in line
+        assert "device: cpu, dtype: float32" in line
+        out = doctor(COURSE_MODEL=url + "#other-model")
+        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        assert line.startswith("[FAIL]") and "does not list 'other-model'" in line
+    finally:
+        server.shutdown()
+
+
+def test_doctor_does_not_call_a_silent_server_ok():
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts connections, never answers
+    try:
+        out = doctor(COURSE_MODEL=f"http://127.0.0.1:{silent.getsockname()[1]}/v1#m")
+        assert out.returncode == 1
+        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        assert line.startswith("[FAIL]") and "did not answer" in line
+    finally:
+        silent.close()
