@@ -13,6 +13,11 @@ In a student's kernel a failed or unfinished check prints feedback and the noteb
 (a ``NotImplementedError`` from the generated stub reads "not yet done"). When grading
 (``COURSE_GRADING=1`` or nbgrader's ``NBGRADER_EXECUTION``), the failure is raised so the
 grader scores the cell 0. Checks test behaviour, never the text of the code.
+
+Under the class grader (``course.grading``) each check also records its verdict against a
+per-check token the grader arms just before the check cell; the grader gives the points only
+when the genuine ``check`` reports "passed" for that token. Not handled here: keeping student
+code from tampering with this module; the grader reloads it before every check cell.
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+__all__ = ["GRADING_SETTING", "CheckFailed", "check", "grading"]
+
 GRADING_SETTING = "COURSE_GRADING"
+# Armed by the class grader: {"token": str | None, "outcomes": [(token, verdict), ...]}.
+_GRADER: dict = {"token": None, "outcomes": []}
 
 
 class CheckFailed(AssertionError):
@@ -40,20 +49,29 @@ def check(title: str) -> Iterator[None]:
     try:
         yield
     except NotImplementedError:
+        _record("not yet done")
         print(f"[not yet done] {title}: fill in the function above, then run this cell again.")
         if grading():
             raise
         return
     except AssertionError as err:
         message = str(err) or "an assertion failed"
+        _record("try again")
         print(f"[try again] {title}: {message}")
         if grading():
             raise CheckFailed(f"{title}: {message}") from err
         return
     except Exception as err:  # the student's code raised something else
         last = traceback.format_exception_only(type(err), err)[-1].strip()
+        _record("error")
         print(f"[error] {title}: your code raised {last}")
         if grading():
             raise
         return
+    _record("passed")
     print(f"[passed] {title}")
+
+
+def _record(verdict: str) -> None:
+    if _GRADER["token"] is not None:
+        _GRADER["outcomes"].append((_GRADER["token"], verdict))

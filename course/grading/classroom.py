@@ -1,0 +1,83 @@
+"""Grading a class: every student's notebooks, a few at a time, into one CSV.
+
+Takes a folder with one sub-folder per student (``submitted/<student>/*.ipynb``, or nbgrader's
+``submitted/<student>/<assignment>/*.ipynb``), matches notebooks to the instructor's by file
+name and grades each with :func:`course.grading.runner.grade_notebook`.
+
+Not handled: a gradebook, late submissions, students missing a notebook (they get no row).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+from course.grading.autograde import make_gradebook
+from course.grading.results import NotebookResult, ResourceLimits, graded_cells, write_scores_csv
+from course.grading.runner import grade_notebook
+from course.grading.sandbox import UidPool
+from course.grading.student import find_notebooks
+
+__all__ = ["find_submissions", "grade_class"]
+
+
+def find_submissions(folder: Path, instructor: dict[str, Path]) -> list[tuple[str, Path, Path]]:
+    """``(student, instructor notebook, submitted notebook)`` for every notebook a student
+    folder holds whose name matches an instructor notebook (searched recursively, so
+    nbgrader's ``submitted/<student>/<assignment>/`` works too; symlinked notebooks are listed
+    and then refused by the grader)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder of submissions "
+                                "(expected <folder>/<student>/<notebook>.ipynb)")
+    jobs = []
+    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for nb_path in sorted(student_dir.rglob("*.ipynb")):
+            if ".ipynb_checkpoints" in nb_path.parts or nb_path.name not in instructor:
+                continue
+            jobs.append((student_dir.name, instructor[nb_path.name], nb_path))
+    return jobs
+
+
+def grade_class(submissions: Path, sources: Sequence[Path], out_csv: Path | None = None,
+                workers: int = 2, limits: ResourceLimits | None = None,
+                feedback_dir: Path | None = None, log=print,
+                sandbox: bool = True) -> list[NotebookResult]:
+    """Grade every student's notebooks in ``submissions`` against the instructor notebooks in
+    ``sources``, ``workers`` at a time; write ``out_csv`` when given, and the executed
+    notebooks to ``feedback_dir/<student>/`` when given; return the results."""
+    instructor = {p.name: p for p in find_notebooks(sources) if graded_cells(
+        nbformat.read(p, as_version=4))}
+    if not instructor:
+        raise ValueError("none of the instructor notebooks has graded cells "
+                         "(nbgrader metadata grade=true with points)")
+    jobs = find_submissions(Path(submissions), instructor)
+    if not jobs:
+        raise FileNotFoundError(
+            f"{submissions}: no submitted notebook named like an instructor notebook "
+            f"({', '.join(sorted(instructor))})")
+    uids = UidPool(max(1, workers))
+    books = tempfile.TemporaryDirectory(prefix="course-gradebooks-")
+    gradebooks = {name: make_gradebook(nbformat.read(path, as_version=4), Path(books.name),
+                                       path.stem) for name, path in instructor.items()}
+
+    def run(job):
+        student, source, submitted = job
+        feedback = (Path(feedback_dir) / student / submitted.name) if feedback_dir else None
+        result = grade_notebook(source, submitted, student, limits, feedback=feedback,
+                                sandbox=sandbox, uids=uids, gradebook=gradebooks[source.name])
+        if log:
+            log(f"{student}/{result.notebook}: {result.score:g}/{result.max_score:g} "
+                f"in {result.seconds:.1f} s" + (f" ({'; '.join(result.notes)})"
+                                                 if result.notes else ""))
+        return result
+
+    with books, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(run, jobs))
+    if out_csv is not None:
+        write_scores_csv(results, Path(out_csv))
+    return results

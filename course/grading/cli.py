@@ -1,0 +1,70 @@
+"""The command line: ``python -m course.grading student|grade`` (``--help`` for the options).
+
+``student`` writes the student edition of instructor notebooks; ``grade`` grades a folder of
+submissions into a CSV (see :mod:`course.grading.classroom`). Not handled: nbgrader's own
+commands (``make nbgrader-*`` drives those with the course template in ``nbgrader/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from course.grading.classroom import grade_class
+from course.grading.results import ResourceLimits
+from course.grading.runner import worker_main
+from course.grading.sandbox import SandboxUnavailable
+from course.grading.student import write_student_editions
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m course.grading",
+        description="Student edition and class grading for the workbook's exercises.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    st = sub.add_parser("student", help="write the student edition of instructor notebooks")
+    st.add_argument("sources", nargs="+", type=Path, help="instructor notebooks or folders")
+    st.add_argument("--out", type=Path, default=Path("student"), help="output folder")
+    gr = sub.add_parser("grade", help="grade a folder of submissions, write a CSV of scores")
+    gr.add_argument("submissions", type=Path, help="folder of <student>/<notebook>.ipynb")
+    gr.add_argument("--source", type=Path, nargs="+", default=[Path("notebooks")],
+                    help="instructor notebooks or folders (default: notebooks)")
+    gr.add_argument("--out", type=Path, default=Path("scores.csv"), help="CSV to write")
+    gr.add_argument("--feedback", type=Path, default=None,
+                    help="folder for the executed notebooks, one sub-folder per student")
+    gr.add_argument("--workers", type=int, default=2, help="notebooks graded at once")
+    gr.add_argument("--cell-timeout", type=int, default=ResourceLimits.cell_timeout_s)
+    gr.add_argument("--notebook-timeout", type=int, default=ResourceLimits.notebook_timeout_s)
+    gr.add_argument("--memory-gb", type=float, default=ResourceLimits.memory_bytes / 2**30)
+    gr.add_argument("--output-cap", type=int, default=ResourceLimits.output_bytes_per_cell,
+                    help="bytes of output kept per cell")
+    gr.add_argument("--no-sandbox", action="store_true",
+                    help="run kernels with the grader's rights (a trusted class only)")
+    sub.add_parser("_worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.command == "_worker":
+        return worker_main()
+    if args.command == "student":
+        for path in write_student_editions(args.sources, args.out):
+            print(f"wrote {path}")
+        return 0
+    limits = ResourceLimits(cell_timeout_s=args.cell_timeout,
+                            notebook_timeout_s=args.notebook_timeout,
+                            memory_bytes=int(args.memory_gb * 2**30),
+                            cpu_seconds=max(args.notebook_timeout * 2, 60),
+                            output_bytes_per_cell=args.output_cap)
+    start = time.perf_counter()
+    try:
+        results = grade_class(args.submissions, args.source, args.out, args.workers, limits,
+                              feedback_dir=args.feedback, sandbox=not args.no_sandbox)
+    except SandboxUnavailable as err:
+        print(f"cannot grade in a sandbox: {err} (or pass --no-sandbox for a trusted class)",
+              file=sys.stderr)
+        return 2
+    print(f"graded {len(results)} notebooks in {time.perf_counter() - start:.1f} s; "
+          f"scores in {args.out}")
+    return 0
