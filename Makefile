@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
 
-.PHONY: install assets browser lab test lint clean-outputs benchmark doctor student grade clean
+.PHONY: install assets browser lab lab-instructor restore test lint clean-outputs benchmark doctor student grade clean
 
 install: $(STAMP)
 
@@ -37,10 +37,33 @@ $(ASSETS): $(STAMP) course/assets.py course/models.py
 doctor: assets
 	$(PY) -m course doctor
 
+# make lab: the STUDENT edition in $(STUDENT_DIR) (git-ignored; generated on first use, a
+# notebook the student changed is never overwritten, see course/workspace.py);
+# make lab-instructor: the instructor edition in notebooks/. Each lab reads its own settings
+# from lab/<edition>/ (news pop-up off, nbgrader's instructor panels only for the instructor)
+# and keeps its state in a folder of its own, never in the user's global JupyterLab settings.
 LAB_ARGS ?=
+STUDENT_DIR ?= student
+INSTRUCTOR_DIR ?= notebooks
+LAB_STATE ?= .lab-state
+LAB = HF_HUB_OFFLINE=1 $(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT)
+lab-settings = --LabApp.app_settings_dir=lab/$(1) \
+	--LabApp.user_settings_dir=$(LAB_STATE)/$(1)/user-settings \
+	--LabApp.workspaces_dir=$(LAB_STATE)/$(1)/workspaces
+
 lab: assets
-	HF_HUB_OFFLINE=1 $(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) \
-		--ServerApp.root_dir=notebooks $(LAB_ARGS) notebooks/00_start_here.ipynb
+	$(PY) -m course.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) sync
+	$(LAB) --ServerApp.root_dir=$(STUDENT_DIR) $(call lab-settings,student) $(LAB_ARGS) \
+		$(STUDENT_DIR)/00_start_here.ipynb
+
+lab-instructor: assets
+	$(LAB) --ServerApp.root_dir=$(INSTRUCTOR_DIR) $(call lab-settings,instructor) $(LAB_ARGS) \
+		$(INSTRUCTOR_DIR)/00_start_here.ipynb
+
+# Start one chapter of the student edition over (a dated copy goes to $(STUDENT_DIR)/backups/).
+restore: install
+	@test -n "$(CHAPTER)" || { echo "usage: make restore CHAPTER=03"; exit 2; }
+	$(PY) -m course.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) restore $(CHAPTER)
 
 # The browser test drives JupyterLab in Debian's chromium (Playwright uses it; no browser
 # download). Installed here when missing and we are root; otherwise say what to run.
