@@ -49,6 +49,8 @@ SERVER_TIMEOUT_S = 3.0  # GET /models: a server that is up answers at once
 REQUEST_TIMEOUT_SETTING = "COURSE_SERVER_TIMEOUT"
 REQUEST_TIMEOUT_S = 60.0  # one chat request to a server (a CPU server may take a while)
 REQUEST_RETRIES = 1
+CHAT_MAX_NEW_TOKENS = 48  # a chat reply, local or served, unless the chapter asks otherwise
+AGENT_MAX_NEW_TOKENS = 256  # one agent step
 MEMORY_HEADROOM = 1.15  # weights plus activations and the allocator's slack
 BYTES_PER_DTYPE = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -292,7 +294,7 @@ def probe_note() -> str:
 
 
 def text_generation_pipeline(
-    return_full_text: bool = False, max_new_tokens: int = 48, **generate_kwargs: Any
+    return_full_text: bool = False, max_new_tokens: int = CHAT_MAX_NEW_TOKENS, **generate_kwargs: Any
 ):
     """A transformers ``text-generation`` pipeline over the probe model, greedy by default.
 
@@ -375,8 +377,9 @@ def agent_tokenizer() -> tuple[Any, str]:
     try:
         from transformers import AutoTokenizer
 
+        short = name.rstrip("/").rsplit("/", 1)[-1]
         return (AutoTokenizer.from_pretrained(name, local_files_only=True),
-                f"{name} tokenizer (the served model's own, read locally)")
+                f"{short} tokenizer (the served model's own, read locally)")
     except Exception:  # any failure to find it offline means: count with the probe model
         probe = probe_model()
         return probe.tokenizer, (f"{probe.short_name} tokenizer (the probe model's; the served "
@@ -399,22 +402,26 @@ def _served_chat_openai():
     return ServedChatOpenAI
 
 
-def chat_model(pipeline: Any | None = None, **kwargs: Any):
+def chat_model(pipeline: Any | None = None, *, max_new_tokens: int | None = None, **kwargs: Any):
     """The agent model as a LangChain chat model.
 
-    Kernel models: ``ChatHuggingFace`` over ``pipeline`` (default: :func:`text_generation_pipeline`).
-    Servers: ``ChatOpenAI`` pointed at the URL, with a request timeout, bounded retries and a
-    token counter that never downloads (``token_counter_label`` says what it counts with).
+    Kernel models: ``ChatHuggingFace`` over ``pipeline`` (default: :func:`text_generation_pipeline`
+    with ``max_new_tokens``). Servers: ``ChatOpenAI`` pointed at the URL, with the same reply
+    length (``max_new_tokens``, else the given pipeline's), a request timeout, bounded retries
+    and a token counter that never downloads (``token_counter_label`` says what it counts with).
     """
     choice = active_model()
     if choice.kind == "server":
         name = _server_model_name(choice)
+        if max_new_tokens is None and pipeline is not None:
+            max_new_tokens = getattr(pipeline, "_generate_kwargs", {}).get("max_new_tokens")
         cls = _served_chat_openai()
         chat = cls(
             base_url=choice.value,
             model=name,
             api_key=kwargs.pop("api_key", "not-needed"),
             temperature=kwargs.pop("temperature", 0),
+            max_tokens=kwargs.pop("max_tokens", max_new_tokens or CHAT_MAX_NEW_TOKENS),
             timeout=kwargs.pop("timeout", _request_timeout()),
             max_retries=kwargs.pop("max_retries", REQUEST_RETRIES),
             **kwargs,
@@ -428,7 +435,8 @@ def chat_model(pipeline: Any | None = None, **kwargs: Any):
     from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
 
     local = load_local_model()
-    pipe = pipeline if pipeline is not None else text_generation_pipeline()
+    pipe = pipeline if pipeline is not None else text_generation_pipeline(
+        max_new_tokens=max_new_tokens or CHAT_MAX_NEW_TOKENS)
     llm = HuggingFacePipeline(pipeline=pipe, model_id=local.source)
     return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source, **kwargs)
 
@@ -469,6 +477,9 @@ def smolagents_model(**kwargs: Any):
 
         client_kwargs = {"timeout": _request_timeout(), "max_retries": REQUEST_RETRIES,
                          **kwargs.pop("client_kwargs", {})}
+        # the OpenAI API calls it max_tokens; the same budget as the in-kernel model gets
+        kwargs["max_tokens"] = kwargs.pop("max_new_tokens", kwargs.pop("max_tokens", None)) or (
+            AGENT_MAX_NEW_TOKENS)
         return OpenAIServerModel(
             model_id=_server_model_name(choice),
             api_base=choice.value,
@@ -476,7 +487,7 @@ def smolagents_model(**kwargs: Any):
             client_kwargs=client_kwargs,
             **kwargs,
         )
-    kwargs.setdefault("max_new_tokens", 256)
+    kwargs.setdefault("max_new_tokens", AGENT_MAX_NEW_TOKENS)
     return _shared_transformers_model_class()(load_local_model(), **kwargs)
 
 
