@@ -554,12 +554,10 @@ def describe_models() -> ModelsReport:
         where = placement()
     except CourseSettingError as err:
         return ModelsReport(choice.describe(), "-", "-", "-", problem=str(err))
-    probe_choice = _probe_choice()
-    report = ModelsReport(choice.describe(), probe_choice.describe(), where.device, where.dtype)
+    probe = probe_note().removeprefix("probe model: ")
+    report = ModelsReport(choice.describe(), probe, where.device, where.dtype)
     if choice.kind != "server":
-        report.probe += " (the agent model itself)"
         return report
-    report.probe += " (a server cannot be probed in the kernel)"
     report.server = choice.value
     try:
         report.server_models = server_models(choice)

@@ -1,0 +1,38 @@
+"""Every notebook, top to bottom, with the agent model named by a Hugging Face id, offline.
+
+The test writes a Hugging Face cache in which the bundled model is
+``HuggingFaceTB/SmolLM2-135M-Instruct`` (``hub/models--ORG--NAME/{refs/main,snapshots/<rev>}``),
+points the kernel's ``HF_HUB_CACHE`` at it and sets ``COURSE_MODEL`` to the id: the path a user
+with network (or a prepared cache) takes. Nothing is downloaded (``HF_HUB_OFFLINE=1``). The
+lessons' values are asserted by the bundled runs; this module asserts what the setting changes.
+"""
+
+import re
+
+import pytest
+
+from course.assets import converted_model_dir
+from live_models import HUB_ID, write_hub_cache
+from nbharness import NOTEBOOKS, run_notebook
+
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory):
+    return write_hub_cache(tmp_path_factory.mktemp("hf"), converted_model_dir())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_with_a_hub_id(hub_cache, name):
+    run = run_notebook(NOTEBOOKS / name,
+                       env={"COURSE_MODEL": HUB_ID, "HF_HUB_CACHE": str(hub_cache)})
+    print(f"\n{name} with {HUB_ID}: {run.seconds:.1f} s")
+    for line in re.findall(r"^probe model: .*$", run.all_text(), re.M):
+        assert line.startswith(f"probe model: {HUB_ID}, the same model as the agent"), (name, line)
+    if name == "00_start_here.ipynb":
+        assert f"Agent model: Hugging Face model {HUB_ID}" in run.text("setup")
+        assert "chat model: ChatHuggingFace at this kernel" in run.text("first-answer")
+        assert re.search(r"^answer: .*Paris", run.text("first-answer"), re.M)
+        assert f"back to: Hugging Face model {HUB_ID}" in run.text("bad-setting")
