@@ -72,6 +72,12 @@ class ServedModel:
         self.stop()
         raise RuntimeError(f"transformers serve did not answer within {SERVER_START_TIMEOUT_S} s")
 
+    @property
+    def setting(self) -> dict[str, str]:
+        """The kernel environment that selects this server. The request timeout is long because
+        one CPU core serves every chapter of a loaded test machine; users get the default."""
+        return {"COURSE_MODEL": self.url, "COURSE_SERVER_TIMEOUT": "600"}
+
     def chat_requests(self) -> int:
         return self.log_path.read_text(errors="replace").count(CHAT_REQUEST)
 

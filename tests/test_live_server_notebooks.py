@@ -31,7 +31,7 @@ def served(tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_against_the_server(served, name):
     before = served.chat_requests()
-    run = run_notebook(NOTEBOOKS / name, env={"COURSE_MODEL": served.url})
+    run = run_notebook(NOTEBOOKS / name, env=served.setting)
     requests = served.chat_requests() - before
     print(f"\n{name} under a server: {run.seconds:.1f} s, {requests} chat requests")
     assert requests > 0, f"{name}: no cell sent a chat request to the server"
