@@ -21,7 +21,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,10 +49,24 @@ def make_gradebook(instructor: nbformat.NotebookNode, folder: Path,
 
 
 def _alembic_on_path() -> None:
-    """nbgrader runs ``alembic`` to stamp a new gradebook: find the one beside this Python."""
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    """nbgrader stamps a new gradebook with the alembic head it gets by running the
+    ``alembic`` command (a process and seconds of imports each time): read the same head from
+    nbgrader's migration scripts in this process instead."""
+    import nbgrader.api
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    if getattr(nbgrader.api.get_alembic_version, "in_process", False):
+        return
+    config = Config()
+    config.set_main_option("script_location", "nbgrader:alembic")
+    head = ScriptDirectory.from_config(config).get_current_head()
+
+    def get_alembic_version() -> str:
+        return head
+
+    get_alembic_version.in_process = True  # type: ignore[attr-defined]
+    nbgrader.api.get_alembic_version = get_alembic_version
 
 
 def prepare_submission(instructor: nbformat.NotebookNode, submitted: nbformat.NotebookNode,
