@@ -40,7 +40,11 @@ def test_memory_bomb_and_sleeper_are_contained():
 def test_escape_suite_has_30_attempts_and_none_escapes():
     report = run_escape_suite(timeout_s=1.5)
     assert report.tried >= 30
-    assert report.escaped == 0, report.table()
+    assert report.escaped == 0, str(report)
+    lines = str(report).splitlines()
+    assert lines[-1] == report.summary() and len(lines) == report.tried + 1
+    assert sum(line.endswith("-> contained") for line in lines) == report.tried
+    assert report._repr_html_().count("<tr>") == report.tried + 1
     kinds = {r.attempt.kind for r in report.results}
     assert {"os", "subprocess", "builtins", "dunder", "import hook", "resources"} <= kinds
     assert CANARY_VARIABLE not in os.environ  # the canary is removed afterwards

@@ -14,8 +14,9 @@ Two layers, each doing what it can:
 
 What this is NOT: a security boundary against a determined attacker. The child runs as the same
 user on the same machine, with the same file-system rights and network; the executor is a
-Python-level interpreter with a long history of bypasses (its own docstring: "It is not a
-security sandbox"). For untrusted code use an isolated executor: a container (smolagents'
+Python-level interpreter with a long history of bypasses (its own docstring, in smolagents
+1.x: "It is not a security sandbox: for isolated execution of untrusted code, use a remote
+executor."). For untrusted code use an isolated executor: a container (smolagents'
 ``executor_type="docker"``), a micro-VM or a remote sandbox (``"e2b"``, ``"modal"``), or
 WebAssembly (``"wasm"``), with no credentials inside and no network unless needed.
 
@@ -27,6 +28,7 @@ re-imports the main module); notebooks and pytest do not.
 
 from __future__ import annotations
 
+import html
 import multiprocessing
 import os
 import secrets
@@ -35,6 +37,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+__all__ = [
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_TIMEOUT_S",
+    "EscapeAttempt",
+    "EscapeReport",
+    "EscapeResult",
+    "SandboxRun",
+    "escape_attempts",
+    "run_escape_suite",
+    "run_sandboxed",
+]
 
 DEFAULT_TIMEOUT_S = 3.0
 DEFAULT_MEMORY_MB = 256
@@ -211,13 +225,22 @@ class EscapeReport:
     def escaped(self) -> int:
         return sum(r.escaped for r in self.results)
 
-    def table(self) -> str:
-        """One line per attempt: kind, name, status, layer that stopped it, escaped or not."""
-        lines = [f"{'kind':<12} {'attempt':<34} {'status':<8} {'stopped by':<26} escaped"]
-        for r in self.results:
-            lines.append(f"{r.attempt.kind:<12} {r.attempt.name:<34} {r.run.status:<8} "
-                         f"{r.stopped_by:<26} {'YES' if r.escaped else 'no'}")
-        return "\n".join(lines)
+    def rows(self) -> list[tuple[str, str, str, str, str]]:
+        """(kind, attempt, status, the layer that stopped it, escaped) per attempt."""
+        return [(r.attempt.kind, r.attempt.name, r.run.status, r.stopped_by,
+                 "ESCAPED" if r.escaped else "contained") for r in self.results]
+
+    def __str__(self) -> str:
+        lines = [f"[{kind}] {name}: {status}, stopped by {layer} -> {verdict}"
+                 for kind, name, status, layer, verdict in self.rows()]
+        return "\n".join([*lines, self.summary()])
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in ("kind", "attempt", "status", "stopped by",
+                                                  "escaped"))
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                       for row in self.rows())
+        return f"<table><tr>{head}</tr>{body}</table><p>{html.escape(self.summary())}</p>"
 
     def summary(self) -> str:
         return f"escape attempts tried: {self.tried}, escaped: {self.escaped}"
