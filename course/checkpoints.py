@@ -4,17 +4,72 @@ Every chapter that checkpoints a graph (04's approvals, 05's memory, 06's trimmi
 conversation with :func:`thread_config` and, when the state must outlive the process, stores it
 with :func:`sqlite_checkpointer`. In-memory checkpointing is LangGraph's own ``MemorySaver``.
 
-Not handled here: two processes writing one thread at once (LangGraph then forks the thread
-and one branch wins), pruning old checkpoints, and read-only databases.
+Two writers on one thread. LangGraph appends a turn by reading the thread's latest checkpoint
+and writing children of it. Two processes that read the same checkpoint both write children:
+the thread forks, the later branch becomes "the latest", and the other writer's turn is gone,
+with no error. The checkpointer made here refuses that: before it saves a checkpoint that
+continues a thread (LangGraph's ``input`` and ``loop`` checkpoints) it checks, inside one SQLite
+write transaction, that the parent is still the thread's latest checkpoint, and otherwise raises
+:class:`ThreadConflictError` (the turn is not saved, and the caller is told). Deliberate forks
+(``update_state``, a replay from an older checkpoint) are not checked. :func:`thread_lock` makes a
+second writer wait instead (an OS lock per thread, released when its process dies).
+
+Also here: reading a database that may be read-only (no WAL set-up, no table created),
+:func:`prune_checkpoints` (the checkpoints of a thread grow with the square of its turns: each
+one stores the whole state), and errors that name the path and the fix for a file that is not
+a checkpoint database.
+
+Not handled: a new input sent on an explicit older checkpoint (it looks exactly like a
+conflict: fork with ``update_state`` first), locks on Windows (:func:`thread_lock` uses POSIX
+``fcntl``), network file systems whose locks do not work, and async savers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["sqlite_checkpointer", "thread_config"]
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+__all__ = [
+    "CheckpointStoreError",
+    "GuardedSqliteSaver",
+    "ThreadConflictError",
+    "database_bytes",
+    "prune_checkpoints",
+    "sqlite_checkpointer",
+    "thread_config",
+    "thread_lock",
+]
+
+CONTINUING_SOURCES = ("input", "loop")
+"""LangGraph checkpoint sources that continue a thread from its latest checkpoint."""
+
+_TABLE_COLUMNS = {
+    "checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+                    "type", "checkpoint", "metadata"},
+    "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel",
+               "type", "value"},
+}
+
+
+_LOCAL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+class CheckpointStoreError(RuntimeError):
+    """A checkpoint database that cannot be used; the message names the path and the fix."""
+
+
+class ThreadConflictError(CheckpointStoreError):
+    """Another writer saved a checkpoint on this thread after this turn read it."""
 
 
 def thread_config(thread_id: str) -> dict:
@@ -27,18 +82,213 @@ def thread_config(thread_id: str) -> dict:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def sqlite_checkpointer(path: str | Path) -> Any:
-    """A ``SqliteSaver`` writing checkpoints to the file ``path`` (created if missing).
+class GuardedSqliteSaver(SqliteSaver):
+    """``SqliteSaver`` that refuses to fork a thread silently (see the module docstring)."""
 
-    The connection allows use from several Python threads; SqliteSaver serialises writes.
+    path: Path | None = None
+
+    def put(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> dict:
+        if (metadata or {}).get("source") not in CONTINUING_SOURCES:
+            return super().put(config, checkpoint, metadata, new_versions)
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        parent = conf.get("checkpoint_id")
+        with self.lock:
+            self.setup()
+            self.conn.commit()  # close any implicit transaction before taking the write lock
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self.conn.execute(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND "
+                    "checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1", (thread_id, ns),
+                ).fetchone()
+                latest = row[0] if row else None
+                if latest != parent:
+                    raise ThreadConflictError(
+                        f"thread {thread_id!r} in {self.path or 'this database'} was written by "
+                        f"another writer after this turn read it (this turn continues checkpoint "
+                        f"{parent}, the thread's latest is now {latest}); this turn was NOT "
+                        "saved. Fix: one writer per thread (wrap the turn in "
+                        "course.checkpoints.thread_lock(path, thread_id)), or send the turn again."
+                    )
+                type_, blob = self.serde.dumps_typed(checkpoint)
+                meta = self._metadata_json(config, metadata)
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                    "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (thread_id, ns, checkpoint["id"], parent, type_, blob, meta),
+                )
+                self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                raise
+        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns,
+                                 "checkpoint_id": checkpoint["id"]}}
+
+    @staticmethod
+    def _metadata_json(config: dict, metadata: Any) -> bytes:
+        import json
+
+        from langgraph.checkpoint.base import get_checkpoint_metadata
+
+        return json.dumps(get_checkpoint_metadata(config, metadata),
+                          ensure_ascii=False).encode("utf-8", "ignore")
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> bool:
+    """True if the checkpoint tables exist with LangGraph's columns; an error if foreign."""
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as err:
+        raise CheckpointStoreError(
+            f"{path} is not a SQLite database ({err}). Fix: give the checkpointer a new file "
+            "name, or move that file away."
+        ) from err
+    for table, needed in _TABLE_COLUMNS.items():
+        if table in names:
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            if not needed <= have:
+                raise CheckpointStoreError(
+                    f"{path} has a table {table!r} that is not LangGraph's (missing columns "
+                    f"{sorted(needed - have)}). Fix: use a separate file for checkpoints."
+                )
+    return set(_TABLE_COLUMNS) <= names
+
+
+def _parent_dir(path: Path) -> None:
+    for parent in [path.parent, *path.parent.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise CheckpointStoreError(
+                f"cannot create {path}: {parent} is a file, not a folder. Fix: choose a path "
+                "whose folders are folders."
+            )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CheckpointStoreError(f"cannot create the folder of {path} ({err}). Fix: choose a "
+                                   "writable place, e.g. a temporary folder.") from err
+
+
+def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
+                        guard: bool = True) -> SqliteSaver:
+    """A checkpointer on the SQLite file ``path``.
+
+    Writable (default): the file and its folder are created if missing, and the saver refuses
+    to fork a thread silently (``guard=False`` gives LangGraph's plain ``SqliteSaver``, to show
+    what happens without it). ``read_only=True`` opens an existing file without writing
+    anything to it (works on a read-only mount). The connection allows use from several Python
+    threads; the saver serialises its own writes.
     """
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     path = Path(path)
-    if path.exists() and path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory; give a file name like memory.sqlite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
+    if path.is_dir():
+        raise CheckpointStoreError(f"{path} is a folder; give a file name like memory.sqlite")
+    if read_only:
+        return _read_only_saver(path)
+    _parent_dir(path)
+    try:
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        _check_tables(conn, path)
+        saver = (GuardedSqliteSaver if guard else SqliteSaver)(conn)
+        saver.setup()
+    except sqlite3.Error as err:
+        raise CheckpointStoreError(f"cannot use {path} as a checkpoint database ({err}). Fix: "
+                                   "check that the file and its folder are writable, or pass "
+                                   "read_only=True to read it.") from err
+    if isinstance(saver, GuardedSqliteSaver):
+        saver.path = path
     return saver
+
+
+def _read_only_saver(path: Path) -> SqliteSaver:
+    if not path.is_file():
+        raise CheckpointStoreError(f"no checkpoint file at {path}. Fix: write a conversation "
+                                   "first, or check the path.")
+    uri = path.resolve().as_uri()
+    last: Exception | None = None
+    # mode=ro reads a file others may be writing; immutable=1 also reads a WAL database on a
+    # read-only mount, where SQLite cannot create its shared-memory file.
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(uri + query, uri=True, check_same_thread=False)
+            has_tables = _check_tables(conn, path)
+            break
+        except sqlite3.OperationalError as err:
+            last = err
+    else:
+        raise CheckpointStoreError(f"cannot open {path} read-only ({last}). Fix: check that the "
+                                   "file is readable.")
+    if not has_tables:
+        raise CheckpointStoreError(f"{path} holds no LangGraph checkpoints. Fix: check the path, "
+                                   "or write a conversation first.")
+    saver = SqliteSaver(conn)
+    saver.is_setup = True  # never run setup(): it switches to WAL and creates tables
+    return saver
+
+
+def prune_checkpoints(saver: SqliteSaver, thread_id: str, keep: int = 1) -> int:
+    """Delete all but the newest ``keep`` checkpoints of a thread (and their pending writes).
+
+    The thread reads back the same afterwards (its latest checkpoint holds the whole state);
+    what is lost is the history before it (time travel to a pruned checkpoint). Returns the
+    number of checkpoints deleted. The file shrinks only after ``VACUUM``.
+    """
+    thread_config(thread_id)
+    if not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"keep must be an integer >= 1 (the latest checkpoint holds the "
+                         f"conversation), got {keep!r}")
+    with saver.cursor() as cur:
+        ids = [r[0] for r in cur.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC", (thread_id,))]
+        doomed = ids[keep:]
+        for cid in doomed:
+            cur.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                        (thread_id, cid))
+            cur.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?",
+                        (thread_id, cid))
+    return len(doomed)
+
+
+def database_bytes(path: str | Path) -> int:
+    """Bytes on disk of a SQLite database with its write-ahead log (``-wal``), if any."""
+    path = Path(path)
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+@contextmanager
+def thread_lock(path: str | Path, thread_id: str, timeout: float = 60.0) -> Iterator[None]:
+    """Hold the writer's lock of one thread of the database ``path`` (waits up to ``timeout``).
+
+    An OS byte-range lock on ``<path>.locks``: other processes and other Python threads wait;
+    the lock is released when the block ends or the process dies (kill -9 included).
+    """
+    import fcntl  # POSIX only: imported here so that the rest of the module loads on Windows
+
+    thread_config(thread_id)
+    lock_path = Path(f"{path}.locks")
+    offset = int.from_bytes(hashlib.sha1(thread_id.encode()).digest()[:4], "big") & 0x7FFFFFFF
+    # OS locks belong to a process: Python threads of one process queue on a lock of their own.
+    with _LOCKS_GUARD:
+        local = _LOCAL_LOCKS.setdefault((str(lock_path.resolve()), offset), threading.Lock())
+    if not local.acquire(timeout=timeout):
+        raise TimeoutError(f"thread {thread_id!r} of {path} stayed locked by another writer "
+                           f"for {timeout:.0f} s")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"thread {thread_id!r} of {path} stayed locked by another "
+                                       f"writer for {timeout:.0f} s") from None
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+    finally:
+        os.close(fd)
+        local.release()

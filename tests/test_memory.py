@@ -1,4 +1,5 @@
-"""course.memory.chat_graph: graph builders, state rules, prompt rendering, persistence, next-token probability.
+"""course.memory: graph builders, state rules, prompt rendering and sizes, the checkpoint table,
+read-back from another process, the recorded Qwen2 lines, next-token probability.
 
 The runtime tests use a *scripted* chat model (LangChain's FakeListChatModel): they are about the
 graph, the checkpointer and the prompt, not about what a model answers. The rendering and
@@ -13,8 +14,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from course.checkpoints import sqlite_checkpointer, thread_config
-from course.memory import chat_graph as memory
+from course.checkpoints import CheckpointStoreError, sqlite_checkpointer, thread_config
+from course.memory import stateless as memory
 from course.memory.chat_graph import (
     LanguageState,
     PromptRecorder,
@@ -22,11 +23,13 @@ from course.memory.chat_graph import (
     checkpoint_history,
     format_messages,
     make_prompt,
-    read_thread_from_file,
+    prompt_size,
+    qwen2_chat_text,
     render_prompt,
-    run_threads_concurrently,
     saved_messages,
 )
+from course.memory.recorded import QWEN2_MEMORY_FILE, _load, qwen2_memory
+from course.memory.store import read_thread_from_file, run_threads_concurrently
 
 
 def scripted(*replies: str) -> FakeListChatModel:
@@ -76,10 +79,32 @@ def test_checkpoints_three_per_turn():
     app = build_chat_graph(scripted("x", "y"))
     for text in ("one", "two"):
         app.invoke({"messages": [HumanMessage(text)]}, thread_config("t"))
-    rows = checkpoint_history(app, "t")
-    assert [r["messages"] for r in rows] == [0, 1, 2, 2, 3, 4]
-    assert [r["step"] for r in rows] == [-1, 0, 1, 2, 3, 4]
-    assert len({r["checkpoint_id"] for r in rows}) == 6
+    table = checkpoint_history(app, "t")
+    assert [r.messages for r in table] == [0, 1, 2, 2, 3, 4]
+    assert [r.step for r in table] == [-1, 0, 1, 2, 3, 4]
+    assert [r.source for r in table] == ["input", "loop", "loop"] * 2
+    assert [r.parent for r in table] == [None, 1, 2, 3, 4, 5]
+    assert len({r.checkpoint_id for r in table}) == 6 and table.forks() == []
+    assert table[-1].last == "ai: y" and table[0].last == "-"
+    text = str(table)
+    assert text.splitlines()[0] == "thread 't': 6 checkpoints"
+    assert "#6 parent=5 step=4 source=loop next=- messages=4 last=ai: y" in text
+    assert "<table>" in table._repr_html_() and table._repr_html_().count("<tr>") == 7
+
+
+def test_checkpoint_table_shows_a_fork_from_update_state():
+    app = build_chat_graph(scripted("x", "y", "z"))
+    cfg = thread_config("t")
+    app.invoke({"messages": [HumanMessage("I'm Rob")]}, cfg)
+    table = checkpoint_history(app, "t")
+    before_model = next(r for r in table if r.next == ("model",))
+    first = app.get_state(before_model.config).values["messages"][0]
+    forked = app.update_state(before_model.config,
+                              {"messages": [HumanMessage("I'm Bob", id=first.id)]})
+    app.invoke(None, forked)
+    after = checkpoint_history(app, "t")
+    assert after.forks() == [before_model.number]
+    assert [m.content for m in saved_messages(app, "t")] == ["I'm Bob", "y"]
 
 
 def test_language_field_persists_when_omitted_and_is_overwritten_when_passed():
@@ -139,7 +164,7 @@ def test_sqlite_survives_a_new_process(tmp_path):
     app = build_chat_graph(scripted("hello Bob", "you are Bob"), checkpointer=sqlite_checkpointer(db))
     for text in ("Hi! I'm Bob", "What's my name?"):
         app.invoke({"messages": [HumanMessage(text)]}, thread_config("bob"))
-    out = subprocess.run([sys.executable, "-m", "course.memory.chat_graph", "read", str(db), "bob"],
+    out = subprocess.run([sys.executable, "-m", "course.memory.store", "read", str(db), "bob"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [
         {"type": "human", "content": "Hi! I'm Bob"}, {"type": "ai", "content": "hello Bob"},
@@ -150,11 +175,12 @@ def test_sqlite_survives_a_new_process(tmp_path):
 
 
 def test_sqlite_bad_input(tmp_path):
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(CheckpointStoreError, match="is a folder"):
         sqlite_checkpointer(tmp_path)
-    with pytest.raises(FileNotFoundError, match="write a conversation first"):
+    with pytest.raises(CheckpointStoreError, match="write a conversation first"):
         read_thread_from_file(tmp_path / "missing.sqlite", "t")
-    out = subprocess.run([sys.executable, "-m", "course.memory.chat_graph"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "course.memory.store"], capture_output=True,
+                         text=True)
     assert out.returncode == 2 and "usage" in out.stderr
 
 
@@ -174,6 +200,43 @@ def test_concurrent_threads_never_see_each_other(tmp_path):
         assert len({m.content for m in call.messages if m.content.startswith("I am user")}) == 1
     with pytest.raises(ValueError, match="empty"):
         run_threads_concurrently(app, {})
+
+
+def test_recorded_qwen2_lines_carry_labels_and_never_invent_a_reply():
+    qwen = qwen2_memory()
+    assert qwen.model == "Qwen/Qwen2-0.5B-Instruct"
+    assert {line.label for line in qwen.lines} == {"recorded"}
+    assert qwen.reply("with-history") == "Your name is Bob."
+    assert qwen.reply("language-2") == "Tu nombre es Bob."
+    alone = qwen.line("alone")
+    assert alone.reply is None and alone.shown == "<described: a generic paragraph about what names are>"
+    with pytest.raises(KeyError, match="only describes"):
+        qwen.reply("alone")
+    with pytest.raises(KeyError, match="no recorded line"):
+        qwen.line("nope")
+    side = str(qwen.beside({"pirate": "Arr, ye be Jim"}, "measured, X"))
+    assert side.splitlines() == ["user: What is my name?", "  [measured, X] Arr, ye be Jim",
+                                 "  [recorded, Qwen2-0.5B-Instruct] Your name is Jim."]
+
+
+def test_recording_loader_rejects_bad_labels(tmp_path):
+    data = json.loads(QWEN2_MEMORY_FILE.read_text(encoding="utf-8"))
+    data["lines"][1]["label"] = "measured"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="label 'measured'"):
+        _load(bad)
+    bad.write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.json"):
+        _load(bad)
+
+
+def test_qwen2_chat_text_adds_the_default_system_message():
+    text = qwen2_chat_text([HumanMessage("hi")])
+    assert text == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    own = qwen2_chat_text([SystemMessage("Be brief."), HumanMessage("hi")])
+    assert own.startswith("<|im_start|>system\nBe brief.<|im_end|>") and "helpful" not in own
 
 
 def test_concurrent_error_is_raised_in_the_caller():
@@ -213,6 +276,30 @@ def test_p_bob_rises_with_history(local):
     assert "P(' Bob'" in repr(history)
     same = memory.next_token_probability(local, [{"role": "user", "content": "What's my name?"}])
     assert same.probability == pytest.approx(alone.probability)
+
+
+def test_prompt_size_counts_with_the_model_and_the_qwen_tokenizer():
+    from course.models import notes_tokenizer
+
+    messages = [HumanMessage("Hi! I'm Bob"), AIMessage("Hello Bob!"), HumanMessage("What's my name?")]
+    size = prompt_size(messages)
+    tokenizer, label = notes_tokenizer()
+    want = len(tokenizer.encode(qwen2_chat_text(messages), add_special_tokens=False))
+    assert size.tokens("Qwen2-Instruct chat template") == want
+    assert label in str(size) and str(size).startswith("prompt size (measured): ")
+    assert size.counts[0][1] > 0 and "its chat template" in size.counts[0][0]
+
+
+def test_history_effect_gain_and_rendering(local):
+    effect = memory.history_effect(local, {
+        "alone": [HumanMessage("What's my name?")],
+        "history": [HumanMessage("Hi! I'm Bob"), AIMessage("Hello Bob!"),
+                    HumanMessage("What's my name?")]})
+    assert effect.gain("alone") == 1.0
+    assert effect.gain("history") == pytest.approx(
+        effect.probabilities["history"].probability / effect.probabilities["alone"].probability)
+    assert effect.gain("history") > 10
+    assert "history: P(' Bob') = " in str(effect) and "<table>" in effect._repr_html_()
 
 
 def test_next_token_probability_bad_input(local):

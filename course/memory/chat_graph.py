@@ -1,68 +1,65 @@
-"""Where conversation memory lives: LangGraph state, checkpoints, threads and prompt assembly.
+"""Where conversation memory lives: LangGraph state, threads, and the prompt rebuilt per call.
 
 The model is a function of one token sequence; nothing persists between calls. What a chat app
 "remembers" is state that the runtime saves per thread and turns back into a prompt at every
-call. This module holds the pieces the memory chapter teaches, and the trimming chapter imports.
+call. This module holds the pieces chapter 05 teaches and chapter 06 builds on: the one-node
+chat graph (its node applies an optional transform such as a trimmer to the saved messages
+BEFORE the prompt template adds the system message, as the published notebook did, and returns
+only the reply, which ``add_messages`` appends), the published ``LanguageState`` and its system
+template, a recorder of what the model received at each call (with the exact chat-template
+text), the checkpoints of a thread as a table that renders itself, and a reader for a thread's
+saved messages.
 
-Stable API (the trimming chapter builds on it; keyword arguments only after ``chat_model``):
-
-``build_chat_graph(chat_model, *, system_template=None, state_schema=MessagesState,
-transform=None, checkpointer=None, recorder=None)`` -> a compiled LangGraph app.
-    One node, ``"model"``, with an edge from START. At every call the node reads the saved
-    state, applies ``transform`` to the saved messages (e.g. a trimmer; it runs BEFORE the
-    prompt template adds the system message, exactly as in the published notebook), fills
-    :func:`make_prompt` ``(system_template)`` with the state (so ``{language}`` comes from the
-    state field of that name), calls ``chat_model`` and returns only its reply, which the
-    ``add_messages`` reducer appends. ``checkpointer`` defaults to a new ``MemorySaver()``.
-    ``recorder`` (a :class:`PromptRecorder`) receives a :class:`ModelCall` per call: the
-    messages the model got and the exact chat-template text they became.
-
-``make_prompt(system_template=None)`` -> ``ChatPromptTemplate``: ``("system", template)`` if
-    given, then ``MessagesPlaceholder("messages")``.
-
-``LanguageState``: TypedDict with ``messages: Annotated[Sequence[BaseMessage], add_messages]``
-    and ``language: str`` (a plain field: overwritten when passed, kept when not).
-
-``render_prompt(chat_model, messages)`` -> str: the text the model receives (ChatHuggingFace's
-    own chat-template rendering; for models without one, a labelled role/content transcript).
-
-``thread_config(thread_id)`` -> ``{"configurable": {"thread_id": thread_id}}``.
-
-``saved_messages(app, thread_id)`` -> the messages in the latest checkpoint of a thread.
-
-``next_token_probability(local, messages, prefix, target)`` -> :class:`NextTokenProbability`:
-    P(target | chat prompt of ``messages`` + assistant text ``prefix``), from the logits.
-
-``sqlite_checkpointer(path)`` -> a ``SqliteSaver`` on a file; ``read_thread_from_file(path,
-    thread_id)`` reads a thread back without any model (also ``python -m course.memory.chat_graph read
-    DB THREAD``, which prints JSON: what a second process sees).
-
-``run_threads_concurrently(app, conversations)`` -> ``{thread_id: [replies]}``: each thread's
-    turns run in its own Python thread, all at the same time, against one app.
-
-What this module does not do: trim (see :mod:`course.trimming.policy`), summarise, count tokens for a
-budget, or make a 135M model answer correctly. Servers (``ChatOpenAI``) work with the graph
-builders, but :func:`render_prompt` can then only show a role/content transcript, and
-:func:`next_token_probability` needs a model loaded in the kernel.
+Not handled here: trimming (:mod:`course.trimming`), the SQLite store and two writers
+(:mod:`course.checkpoints`, :mod:`course.memory.store`), token probabilities
+(:mod:`course.memory.stateless`). A server model (``ChatOpenAI``) works with the graph, but
+:func:`render_prompt` can then only show a role/content transcript: the server applies the
+chat template.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import sys
+import html
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
 from course.checkpoints import thread_config
+from course.models import (
+    agent_is_local,
+    agent_tokenizer,
+    chat_model,
+    notes_tokenizer,
+    text_generation_pipeline,
+)
+
+__all__ = [
+    "LANGUAGE_TEMPLATE",
+    "MODEL_NODE",
+    "QWEN2_DEFAULT_SYSTEM",
+    "CheckpointRow",
+    "CheckpointTable",
+    "LanguageState",
+    "ModelCall",
+    "PromptRecorder",
+    "PromptSize",
+    "as_role_dicts",
+    "build_chat_graph",
+    "checkpoint_history",
+    "format_messages",
+    "make_prompt",
+    "prompt_size",
+    "qwen2_chat_text",
+    "render_prompt",
+    "saved_messages",
+    "short_chat_model",
+]
 
 LANGUAGE_TEMPLATE = (
     "You are a helpful assistant. Answer all questions to the best of your ability in {language}."
@@ -132,7 +129,8 @@ def make_prompt(system_template: str | None = None) -> ChatPromptTemplate:
     return ChatPromptTemplate.from_messages(parts)
 
 
-def _as_role_dicts(messages: Sequence[BaseMessage]) -> list[dict]:
+def as_role_dicts(messages: Sequence[BaseMessage]) -> list[dict]:
+    """``[{"role": "user"|"assistant"|"system", "content": ...}]`` for chat templates."""
     roles = {"system": "system", "human": "user", "ai": "assistant"}
     out = []
     for m in messages:
@@ -152,8 +150,71 @@ def render_prompt(chat_model: Any, messages: Sequence[BaseMessage]) -> str:
     if callable(to_text):
         return to_text(list(messages))
     lines = ["[transcript: this model renders the chat template on its server]"]
-    lines += [f"{d['role']}: {d['content']}" for d in _as_role_dicts(messages)]
+    lines += [f"{d['role']}: {d['content']}" for d in as_role_dicts(messages)]
     return "\n".join(lines)
+
+
+QWEN2_DEFAULT_SYSTEM = "You are a helpful assistant."
+"""The system message Qwen2-Instruct's chat template inserts when a conversation has none."""
+
+
+def qwen2_chat_text(messages: Sequence[BaseMessage]) -> str:
+    """The text Qwen2-0.5B-Instruct's chat template makes of ``messages`` (ChatML, with its
+    default system message when the conversation has none), ending with the assistant's turn."""
+    dicts = as_role_dicts(messages)
+    if not dicts or dicts[0]["role"] != "system":
+        dicts = [{"role": "system", "content": QWEN2_DEFAULT_SYSTEM}, *dicts]
+    turns = "".join(f"<|im_start|>{d['role']}\n{d['content']}<|im_end|>\n" for d in dicts)
+    return turns + "<|im_start|>assistant\n"
+
+
+@dataclass
+class PromptSize:
+    """How many tokens one prompt is, counted with each tokenizer named in ``counts``."""
+
+    counts: list[tuple[str, int]]
+
+    def tokens(self, label_part: str) -> int:
+        """The count whose label contains ``label_part`` (e.g. ``"Qwen"``)."""
+        for label, n in self.counts:
+            if label_part in label:
+                return n
+        raise KeyError(f"no count labelled like {label_part!r}; have {[c[0] for c in self.counts]}")
+
+    def __str__(self) -> str:
+        return "prompt size (measured): " + "; ".join(f"{n} tokens, {label}"
+                                                      for label, n in self.counts)
+
+
+def prompt_size(messages: Sequence[BaseMessage]) -> PromptSize:
+    """Count the prompt of ``messages`` as the agent model sees it and as Qwen2-0.5B saw it.
+
+    First with the agent model's own tokenizer and chat template (for a server whose tokenizer
+    is not available offline, the probe model's, as its label says); then with the notes'
+    Qwen tokenizer (Qwen2 and Qwen3 share one vocabulary) over Qwen2's chat template, or, when
+    the Qwen asset is missing, the fallback :func:`course.models.notes_tokenizer` names.
+    """
+    dicts = as_role_dicts(messages)
+    tokenizer, label = agent_tokenizer()
+    text = tokenizer.apply_chat_template(dicts, tokenize=False, add_generation_prompt=True)
+    counts = [(f"{label}, its chat template",
+               len(tokenizer.encode(text, add_special_tokens=False)))]
+    notes, notes_label = notes_tokenizer()
+    qwen_text = qwen2_chat_text(messages)
+    counts.append((f"{notes_label}, Qwen2-Instruct chat template",
+                   len(notes.encode(qwen_text, add_special_tokens=False))))
+    return PromptSize(counts)
+
+
+def short_chat_model(max_new_tokens: int = 16) -> Any:
+    """The agent model (:func:`course.models.chat_model`) with replies cut to ``max_new_tokens``.
+
+    In the kernel: ChatHuggingFace over a greedy pipeline of that length; a server: ChatOpenAI
+    with ``max_tokens`` (short replies keep the chapter quick under every setting).
+    """
+    if agent_is_local():
+        return chat_model(text_generation_pipeline(max_new_tokens=max_new_tokens))
+    return chat_model(max_tokens=max_new_tokens)
 
 
 def build_chat_graph(
@@ -216,19 +277,89 @@ def saved_messages(app: Any, thread_id: str) -> list[BaseMessage]:
     return list(app.get_state(thread_config(thread_id)).values.get("messages", []))
 
 
-def checkpoint_history(app: Any, thread_id: str) -> list[dict]:
-    """One row per checkpoint of a thread, oldest first: step, source, next node, #messages."""
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One checkpoint of a thread: its number, LangGraph's step and source, and the state."""
+
+    number: int
+    parent: int | None
+    step: int | None
+    source: str | None
+    next: tuple[str, ...]
+    messages: int
+    last: str
+    checkpoint_id: str
+    config: dict = field(repr=False, compare=False)
+
+    def __str__(self) -> str:
+        nxt = ",".join(self.next) or "-"
+        parent = "-" if self.parent is None else self.parent
+        return (f"#{self.number} parent={parent} step={self.step} source={self.source} "
+                f"next={nxt} messages={self.messages} last={self.last}")
+
+
+@dataclass
+class CheckpointTable:
+    """Every checkpoint of one thread, oldest first, with the parent each one continues.
+
+    A straight thread has each checkpoint's parent one row up; a fork (``update_state`` on an
+    older checkpoint, or two writers) shows as a parent further up. ``table[i].config`` is the
+    config that selects that checkpoint (to replay or fork from it).
+    """
+
+    thread_id: str
+    rows: list[CheckpointRow]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[CheckpointRow]:
+        return iter(self.rows)
+
+    def __getitem__(self, index: int) -> CheckpointRow:
+        return self.rows[index]
+
+    def forks(self) -> list[int]:
+        """Numbers of the checkpoints that have more than one child."""
+        children: dict[int, int] = {}
+        for row in self.rows:
+            if row.parent is not None:
+                children[row.parent] = children.get(row.parent, 0) + 1
+        return sorted(n for n, c in children.items() if c > 1)
+
+    def __str__(self) -> str:
+        lines = [f"thread {self.thread_id!r}: {len(self.rows)} checkpoints"]
+        lines += [str(row) for row in self.rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{h}</th>" for h in
+                       ("#", "parent", "step", "source", "next", "messages", "last message"))
+        body = "".join(
+            f"<tr><td>{r.number}</td><td>{'' if r.parent is None else r.parent}</td>"
+            f"<td>{r.step}</td><td>{esc(str(r.source))}</td><td>{esc(','.join(r.next))}</td>"
+            f"<td>{r.messages}</td><td>{esc(r.last)}</td></tr>" for r in self.rows)
+        return (f"<p>thread <code>{esc(self.thread_id)}</code>: {len(self.rows)} checkpoints</p>"
+                f"<table><tr>{head}</tr>{body}</table>")
+
+
+def checkpoint_history(app: Any, thread_id: str, width: int = 40) -> CheckpointTable:
+    """The checkpoints of ``thread_id`` (LangGraph's ``get_state_history``) as a table."""
+    snaps = list(app.get_state_history(thread_config(thread_id)))[::-1]
+    numbers = {s.config["configurable"]["checkpoint_id"]: i for i, s in enumerate(snaps, 1)}
     rows = []
-    for snap in app.get_state_history(thread_config(thread_id)):
+    for i, snap in enumerate(snaps, 1):
         meta = snap.metadata or {}
-        rows.append({
-            "step": meta.get("step"),
-            "source": meta.get("source"),
-            "next": tuple(snap.next),
-            "messages": len(snap.values.get("messages", [])),
-            "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
-        })
-    return rows[::-1]
+        messages = list(snap.values.get("messages", []))
+        parent = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        rows.append(CheckpointRow(
+            number=i, parent=numbers.get(parent), step=meta.get("step"),
+            source=meta.get("source"), next=tuple(snap.next), messages=len(messages),
+            last=format_messages(messages[-1:], width).strip() if messages else "-",
+            checkpoint_id=snap.config["configurable"]["checkpoint_id"], config=snap.config,
+        ))
+    return CheckpointTable(thread_id, rows)
 
 
 def format_messages(messages: Sequence[BaseMessage], width: int = 70) -> str:
@@ -240,139 +371,3 @@ def format_messages(messages: Sequence[BaseMessage], width: int = 70) -> str:
             text = text[: width - 3] + "..."
         lines.append(f"{m.type:>6}: {text}")
     return "\n".join(lines)
-
-
-# --- the model is stateless: a next-token probability with and without history -------------
-
-@dataclass
-class NextTokenProbability:
-    """P(target | prompt + prefix) for one prompt, read from the model's logits."""
-
-    target: str
-    prefix: str
-    probability: float
-    rank: int
-    top: list[tuple[str, float]]
-    prompt_tokens: int
-
-    def __repr__(self) -> str:
-        tops = ", ".join(f"{t!r} {p:.3f}" for t, p in self.top)
-        return (f"P({self.target!r} | ...{self.prefix!r}) = {self.probability:.5f} "
-                f"(rank {self.rank}, {self.prompt_tokens} prompt tokens; top: {tops})")
-
-
-def next_token_probability(
-    local: Any, messages: Sequence[BaseMessage | dict], prefix: str = "Your name is",
-    target: str = " Bob", top_k: int = 5,
-) -> NextTokenProbability:
-    """Probability that the model's answer to ``messages`` continues ``prefix`` with ``target``.
-
-    ``local`` is a :class:`course.models.LocalModel`. The prompt is the chat template with the
-    generation prompt, followed by ``prefix`` as the start of the assistant's answer.
-    ``target`` must be one token of the model's tokenizer.
-    """
-    import torch
-
-    if not messages:
-        raise ValueError("messages is empty: give at least the user's question")
-    target_ids = local.tokenizer.encode(target, add_special_tokens=False)
-    if len(target_ids) != 1:
-        raise ValueError(
-            f"target {target!r} is {len(target_ids)} tokens for this tokenizer; it must be "
-            "exactly one. Fix: use the first token, e.g. ' Bob' with its leading space."
-        )
-    dicts = [m if isinstance(m, dict) else _as_role_dicts([m])[0] for m in messages]
-    text = local.render_chat(dicts) + prefix
-    ids = local.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
-    with torch.no_grad():
-        logits = local.model(input_ids=ids).logits[0, -1]
-    probs = torch.softmax(logits.float(), dim=-1)
-    p = float(probs[target_ids[0]])
-    rank = int((probs > probs[target_ids[0]]).sum()) + 1
-    values, indices = probs.topk(top_k)
-    top = [(local.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, indices, strict=True)]
-    return NextTokenProbability(target, prefix, p, rank, top, int(ids.shape[1]))
-
-
-# --- persistence in a file, and threads side by side --------------------------------------
-
-def read_thread_from_file(path: str | Path, thread_id: str) -> list[dict]:
-    """The messages of ``thread_id`` in the SQLite file ``path``, as ``{type, content}`` dicts.
-
-    Uses only the checkpointer, no model: this is what another process sees.
-    """
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint file at {path}; write a conversation first")
-    with sqlite3.connect(str(path)) as conn:
-        found = SqliteSaver(conn).get_tuple(thread_config(thread_id))
-    if found is None:
-        return []
-    messages = found.checkpoint["channel_values"].get("messages", [])
-    return [{"type": m.type, "content": str(m.content)} for m in messages]
-
-
-def run_threads_concurrently(
-    app: Any, conversations: dict[str, list[str]], extra: dict | None = None
-) -> dict[str, list[str]]:
-    """Run each thread's user turns in its own Python thread, all started together.
-
-    Returns ``{thread_id: [reply texts]}``. An error in any thread is raised here.
-    """
-    if not conversations:
-        raise ValueError("conversations is empty: give {thread_id: [user messages]}")
-    replies: dict[str, list[str]] = {tid: [] for tid in conversations}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(conversations))
-
-    def worker(tid: str, turns: list[str]) -> None:
-        try:
-            start.wait()
-            for text in turns:
-                out = app.invoke({"messages": [HumanMessage(text)], **(extra or {})},
-                                 thread_config(tid))
-                replies[tid].append(str(out["messages"][-1].content))
-        except BaseException as err:  # re-raised in the caller
-            errors.append(err)
-
-    workers = [threading.Thread(target=worker, args=(tid, list(turns)))
-               for tid, turns in conversations.items()]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
-    return replies
-
-
-__all__ = [
-    "MODEL_NODE",
-    "LanguageState",
-    "ModelCall",
-    "NextTokenProbability",
-    "PromptRecorder",
-    "build_chat_graph",
-    "checkpoint_history",
-    "format_messages",
-    "make_prompt",
-    "next_token_probability",
-    "read_thread_from_file",
-    "render_prompt",
-    "run_threads_concurrently",
-    "saved_messages",
-]
-
-
-def _main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[0] != "read":
-        print("usage: python -m course.memory.chat_graph read DB_FILE THREAD_ID", file=sys.stderr)
-        return 2
-    print(json.dumps(read_thread_from_file(argv[1], argv[2]), ensure_ascii=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

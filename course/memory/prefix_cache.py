@@ -26,6 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["DEFAULT_SYSTEM", "DEFAULT_TURNS", "PrefixReuseReport", "TurnTiming",
+           "common_prefix_length", "measure_prefix_reuse"]
+
 DEFAULT_SYSTEM = (
     "You are the assistant of a small cooking school. Answer briefly and kindly. The school "
     "teaches bread, pasta, soups and desserts to adult beginners in evening classes of eight "

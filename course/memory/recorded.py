@@ -1,0 +1,142 @@
+"""The published Qwen2-0.5B-Instruct replies of the memory notebook, loaded from a recording.
+
+The original notebook (HSE-LAMBDA, described by course note 000) ran its memory examples with
+Qwen2-0.5B-Instruct, which cannot be loaded here. Its replies ship as data in
+``course/data/recordings/memory/qwen2_memory.json``, one line per reply, each with its provenance
+label: ``recorded`` when the source published it (a quoted reply, or a reply the note only
+describes, kept as a description and never as invented text). :meth:`RecordedConversation.beside`
+puts what the active model answers here (``measured``) next to them, each row labelled.
+
+Not handled: running Qwen2 (it is not available offline), or judging whether a live reply is
+right; the rows only put the two side by side.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from course.agents.traces import RECORDINGS_DIR
+
+__all__ = ["QWEN2_MEMORY_FILE", "RecordedConversation", "RecordedLine", "SideBySide",
+           "qwen2_memory"]
+
+QWEN2_MEMORY_FILE = RECORDINGS_DIR / "memory" / "qwen2_memory.json"
+LABELS = ("recorded", "reconstructed")
+
+
+@dataclass(frozen=True)
+class RecordedLine:
+    """One reply of the published run: the user's message, the reply (or its description)."""
+
+    key: str
+    cells: str
+    thread: str | None
+    user: str
+    reply: str | None
+    description: str | None
+    label: str
+    note: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The reply as published, or ``<described: ...>`` when the source only described it."""
+        return self.reply if self.reply is not None else f"<described: {self.description}>"
+
+
+@dataclass
+class SideBySide:
+    """Rows of (user message, live reply, published reply), each reply with its label."""
+
+    rows: list[tuple[RecordedLine, str]]
+    live_label: str
+    recorded_model: str
+
+    def __str__(self) -> str:
+        lines = []
+        for line, live in self.rows:
+            lines.append(f"user: {line.user}")
+            lines.append(f"  [{self.live_label}] {' '.join(str(live).split())}")
+            lines.append(f"  [{line.label}, {self.recorded_model}] {line.shown}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = (f"<tr><th>user</th><th>{esc(self.live_label)}</th>"
+                f"<th>{esc(self.rows[0][0].label if self.rows else 'recorded')}, "
+                f"{esc(self.recorded_model)}</th></tr>")
+        body = "".join(f"<tr><td>{esc(line.user)}</td><td>{esc(str(live))}</td>"
+                       f"<td>{esc(line.shown)}</td></tr>" for line, live in self.rows)
+        return f"<table>{head}{body}</table>"
+
+
+@dataclass
+class RecordedConversation:
+    """The published replies of one model, by key (``alone``, ``greeting``, ``pirate``, ...)."""
+
+    model: str
+    source: str
+    lines: list[RecordedLine] = field(default_factory=list)
+
+    @property
+    def short_model(self) -> str:
+        return self.model.split("/")[-1]
+
+    def line(self, key: str) -> RecordedLine:
+        for line in self.lines:
+            if line.key == key:
+                return line
+        raise KeyError(f"no recorded line {key!r}; the recording has "
+                       f"{[line.key for line in self.lines]}")
+
+    def reply(self, key: str) -> str:
+        """The published reply text of ``key`` (KeyError if the source only described it)."""
+        line = self.line(key)
+        if line.reply is None:
+            raise KeyError(f"the source only describes the reply {key!r}: {line.description}")
+        return line.reply
+
+    def beside(self, live: dict[str, str], live_label: str) -> SideBySide:
+        """Put live replies (by key) beside the published ones; ``live_label`` says what ran."""
+        return SideBySide([(self.line(k), text) for k, text in live.items()], live_label,
+                          self.short_model)
+
+    def __str__(self) -> str:
+        return "\n".join(
+            f"[{line.label}, {self.short_model}] cell {line.cells}: {line.user} -> {line.shown}"
+            for line in self.lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        rows = "".join(
+            f"<tr><td>{esc(line.label)}</td><td>{esc(line.cells)}</td><td>{esc(line.user)}</td>"
+            f"<td>{esc(line.shown)}</td></tr>" for line in self.lines)
+        return (f"<p>{esc(self.model)}: {esc(self.source)}</p><table><tr><th>label</th>"
+                f"<th>cells</th><th>user</th><th>reply</th></tr>{rows}</table>")
+
+
+def _load(path: Path) -> RecordedConversation:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        lines = [RecordedLine(**entry) for entry in data["lines"]]
+        conversation = RecordedConversation(data["model"], data["source"], lines)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a recorded conversation ({err}). Fix: restore the file "
+                         "from the repository.") from err
+    for line in lines:
+        if line.label not in LABELS:
+            raise ValueError(f"{path}: line {line.key!r} has label {line.label!r}; expected one "
+                             f"of {LABELS}")
+        if (line.reply is None) == (line.description is None):
+            raise ValueError(f"{path}: line {line.key!r} needs exactly one of reply or "
+                             "description")
+    return conversation
+
+
+@cache
+def qwen2_memory() -> RecordedConversation:
+    """The published Qwen2-0.5B-Instruct replies of the memory notebook (loaded once)."""
+    return _load(QWEN2_MEMORY_FILE)

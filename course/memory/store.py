@@ -1,0 +1,342 @@
+"""The conversation store under load: other processes, two writers on one thread, growth.
+
+For chapter 05's section on the SQLite checkpointer: reading a thread back with no model (what a
+second process or a restarted kernel sees), running several threads at once, two writers on
+ONE thread with and without the guard of :mod:`course.checkpoints`, and how the file grows.
+
+The two-writer and growth measurements use :class:`ScriptedEcho`, a scripted chat model (it
+replies ``noted: <message>``): the lesson is about the runtime, not about what a model says.
+Command line (what a second process does)::
+
+    python -m course.memory.store read DB THREAD
+    python -m course.memory.store append DB THREAD WRITER N [--unguarded | --locked]
+
+Not handled: stores other than SQLite, async graphs, and merging two forked branches back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from course.checkpoints import (
+    ThreadConflictError,
+    database_bytes,
+    prune_checkpoints,
+    sqlite_checkpointer,
+    thread_config,
+    thread_lock,
+)
+from course.memory.chat_graph import build_chat_graph
+
+__all__ = [
+    "GrowthRow",
+    "GrowthTable",
+    "ScriptedEcho",
+    "TwoWriters",
+    "WriterReport",
+    "append_turns",
+    "measure_growth",
+    "read_thread_from_file",
+    "run_threads_concurrently",
+    "two_writers",
+]
+
+WRITE_MODES = ("unguarded", "guarded", "locked")
+
+
+class ScriptedEcho(BaseChatModel):
+    """A scripted chat model: replies ``noted: <last user message>`` after ``delay`` seconds."""
+
+    delay: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-echo"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        if self.delay:
+            time.sleep(self.delay)
+        last = next((m for m in reversed(messages) if m.type == "human"), None)
+        text = f"noted: {last.content if last is not None else ''}"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+def read_thread_from_file(path: str | Path, thread_id: str) -> list[dict]:
+    """The messages of ``thread_id`` in the SQLite file ``path``, as ``{type, content}`` dicts.
+
+    Opens the file read-only and uses only the checkpointer, no model: this is what another
+    process sees. A thread never written reads back as ``[]``.
+    """
+    saver = sqlite_checkpointer(path, read_only=True)
+    try:
+        found = saver.get_tuple(thread_config(thread_id))
+    finally:
+        saver.conn.close()
+    if found is None:
+        return []
+    messages = found.checkpoint["channel_values"].get("messages", [])
+    return [{"type": m.type, "content": str(m.content)} for m in messages]
+
+
+def run_threads_concurrently(app: Any, conversations: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Run each thread's user turns in its own Python thread, all started together.
+
+    Returns ``{thread_id: [reply texts]}``. An error in any thread is raised here.
+    """
+    if not conversations:
+        raise ValueError("conversations is empty: give {thread_id: [user messages]}")
+    replies: dict[str, list[str]] = {tid: [] for tid in conversations}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(conversations))
+
+    def worker(tid: str, turns: list[str]) -> None:
+        try:
+            start.wait()
+            for text in turns:
+                out = app.invoke({"messages": [HumanMessage(text)]}, thread_config(tid))
+                replies[tid].append(str(out["messages"][-1].content))
+        except BaseException as err:  # re-raised in the caller
+            errors.append(err)
+
+    workers = [threading.Thread(target=worker, args=(tid, list(turns)))
+               for tid, turns in conversations.items()]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    return replies
+
+
+# --- two writers on one thread --------------------------------------------------------------
+
+@dataclass
+class WriterReport:
+    """What one writer was told: the turns reported saved, and the turns refused."""
+
+    writer: str
+    committed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def append_turns(path: str | Path, thread_id: str, writer: str, turns: int, mode: str = "guarded",
+                 delay: float = 0.002, report: WriterReport | None = None,
+                 echo: bool = False) -> WriterReport:
+    """One writer appends ``turns`` user messages (``<writer>-<i>``) to a thread of ``path``.
+
+    ``mode``: ``unguarded`` (LangGraph's plain SqliteSaver), ``guarded`` (a conflict raises
+    :class:`~course.checkpoints.ThreadConflictError`; the turn is reported refused) or
+    ``locked`` (each turn holds :func:`~course.checkpoints.thread_lock`: the other writer waits).
+    With ``echo`` each outcome is printed as it happens (``committed X`` / ``refused X``).
+    """
+    if mode not in WRITE_MODES:
+        raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+    report = report if report is not None else WriterReport(writer)
+    saver = sqlite_checkpointer(path, guard=mode != "unguarded")
+    app = build_chat_graph(ScriptedEcho(delay=delay), checkpointer=saver)
+    try:
+        for i in range(turns):
+            text = f"{writer}-{i}"
+            try:
+                if mode == "locked":
+                    with thread_lock(path, thread_id):
+                        app.invoke({"messages": [HumanMessage(text)]}, thread_config(thread_id))
+                else:
+                    app.invoke({"messages": [HumanMessage(text)]}, thread_config(thread_id))
+            except ThreadConflictError:
+                report.refused.append(text)
+                if echo:
+                    print("refused", text, flush=True)
+                continue
+            report.committed.append(text)
+            if echo:
+                print("committed", text, flush=True)
+    finally:
+        saver.conn.close()
+    return report
+
+
+@dataclass
+class TwoWriters:
+    """Two writers on one thread: what each was told, and what the thread kept."""
+
+    mode: str
+    writers: list[WriterReport]
+    saved: list[str]
+
+    @property
+    def committed(self) -> list[str]:
+        return [t for w in self.writers for t in w.committed]
+
+    @property
+    def lost(self) -> list[str]:
+        """Turns reported saved that the thread does not hold: lost silently."""
+        kept = set(self.saved)
+        return [t for t in self.committed if t not in kept]
+
+    @property
+    def refused(self) -> int:
+        return sum(len(w.refused) for w in self.writers)
+
+    @property
+    def refused_but_kept(self) -> list[str]:
+        """Turns the writer was told failed whose question the thread holds anyway (the other
+        writer had already continued from it)."""
+        kept = set(self.saved)
+        return [t for w in self.writers for t in w.refused if t in kept]
+
+    def __str__(self) -> str:
+        sent = sum(len(w.committed) + len(w.refused) for w in self.writers)
+        return (f"mode={self.mode}: turns sent={sent} reported saved={len(self.committed)} "
+                f"refused with an error={self.refused} refused but kept={len(self.refused_but_kept)} "
+                f"kept in the thread={len(self.saved)} lost silently={len(self.lost)}")
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self}</pre>"
+
+
+def two_writers(path: str | Path, thread_id: str, turns_each: int, mode: str,
+                delay: float = 0.002) -> TwoWriters:
+    """Two writers (two connections, in two Python threads) append to one thread at once."""
+    reports = [WriterReport("A"), WriterReport("B")]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def run(report: WriterReport) -> None:
+        try:
+            start.wait()
+            append_turns(path, thread_id, report.writer, turns_each, mode, delay, report)
+        except BaseException as err:  # re-raised below
+            errors.append(err)
+
+    workers = [threading.Thread(target=run, args=(r,)) for r in reports]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    saved = [m["content"] for m in read_thread_from_file(path, thread_id) if m["type"] == "human"]
+    return TwoWriters(mode, reports, saved)
+
+
+# --- growth ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GrowthRow:
+    """A thread of ``turns`` turns: its checkpoints and the file's bytes, before/after pruning."""
+
+    turns: int
+    checkpoints: int
+    bytes: int
+    bytes_pruned: int
+
+
+@dataclass
+class GrowthTable:
+    """File size against turns; :meth:`ratio` says how the size scales when turns double."""
+
+    rows: list[GrowthRow]
+    message_chars: int
+
+    def ratio(self) -> float:
+        """bytes(last) / bytes(first) divided by (turns(last) / turns(first)): 1 if linear."""
+        a, b = self.rows[0], self.rows[-1]
+        return (b.bytes / a.bytes) / (b.turns / a.turns)
+
+    def __str__(self) -> str:
+        lines = [f"turns={r.turns} checkpoints={r.checkpoints} bytes={r.bytes} "
+                 f"bytes_after_pruning={r.bytes_pruned}" for r in self.rows]
+        lines.append(f"size per turn grows {self.ratio():.1f}x from {self.rows[0].turns} to "
+                     f"{self.rows[-1].turns} turns (1.0x would be linear)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{r.turns}</td><td>{r.checkpoints}</td><td>{r.bytes:,}</td>"
+                       f"<td>{r.bytes_pruned:,}</td></tr>" for r in self.rows)
+        return ("<table><tr><th>turns</th><th>checkpoints</th><th>bytes</th>"
+                f"<th>bytes after pruning</th></tr>{rows}</table>")
+
+    def plot(self, ax: Any = None):
+        """Bytes against turns, before and after pruning."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 3))
+        x = [r.turns for r in self.rows]
+        ax.plot(x, [r.bytes for r in self.rows], "o-", label="all checkpoints kept")
+        ax.plot(x, [r.bytes_pruned for r in self.rows], "s-", label="pruned to the latest")
+        ax.set_xlabel("turns in the thread")
+        ax.set_ylabel("bytes on disk")
+        ax.set_title(f"one SQLite thread, messages of {self.message_chars} characters")
+        ax.legend()
+        return ax
+
+
+def measure_growth(turn_counts: Sequence[int] = (5, 10, 20, 40),
+                   message_chars: int = 200, folder: str | Path | None = None) -> GrowthTable:
+    """Write one thread of each length with the scripted model; measure the file and prune it."""
+    counts = list(turn_counts)
+    if len(counts) < 2 or any(not isinstance(n, int) or n < 1 for n in counts):
+        raise ValueError("turn_counts needs at least two positive integers, e.g. (5, 10, 20)")
+    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="growth-"))
+    rows = []
+    for n in counts:
+        path = folder / f"growth-{n}.sqlite"
+        saver = sqlite_checkpointer(path)
+        app = build_chat_graph(ScriptedEcho(), checkpointer=saver)
+        for i in range(n):
+            text = f"turn {i}: " + "x" * max(0, message_chars - 10)
+            app.invoke({"messages": [HumanMessage(text)]}, thread_config("growth"))
+        saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpoints = saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+        before = database_bytes(path)
+        prune_checkpoints(saver, "growth", keep=1)
+        saver.conn.execute("VACUUM")
+        saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows.append(GrowthRow(n, checkpoints, before, database_bytes(path)))
+        saver.conn.close()
+    return GrowthTable(rows, message_chars)
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course.memory.store")
+    sub = parser.add_subparsers(dest="command", required=True)
+    read = sub.add_parser("read", help="print a thread's messages as JSON")
+    read.add_argument("db")
+    read.add_argument("thread")
+    append = sub.add_parser("append", help="append N scripted turns as WRITER")
+    append.add_argument("db")
+    append.add_argument("thread")
+    append.add_argument("writer")
+    append.add_argument("turns", type=int)
+    group = append.add_mutually_exclusive_group()
+    group.add_argument("--unguarded", action="store_const", dest="mode", const="unguarded")
+    group.add_argument("--locked", action="store_const", dest="mode", const="locked")
+    append.add_argument("--delay", type=float, default=0.002)
+    args = parser.parse_args(argv)
+    if args.command == "read":
+        print(json.dumps(read_thread_from_file(args.db, args.thread), ensure_ascii=False))
+        return 0
+    append_turns(args.db, args.thread, args.writer, args.turns, args.mode or "guarded",
+                 args.delay, echo=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
