@@ -1,11 +1,14 @@
 """The trimming explorer, driven in pure Python: each control changes the kept set exactly as
-trim_messages would, and the reasons shown agree with the four rules."""
+trim_messages would, the reasons shown agree with the four rules, and errors replace the table."""
 
+import ipywidgets as w
 import pytest
 from langchain_core.messages import trim_messages
 
-from course.trimming.policy import REASON_FITS, REASON_SYSTEM, parse_conversation
-from widgets.trim_explorer import GPT2, MODEL, OWN, TOY, TrimExplorer
+from course.settings import CourseSettingError
+from course.trimming.examples import parse_conversation
+from course.trimming.rules import REASON_FITS, REASON_SYSTEM
+from widgets.trim_explorer import GPT2, MODEL, OWN, TOY, TrimExplorer, default_counters
 
 WORKED = "worked example (note)"
 ELEVEN = "11 messages (original notebook)"
@@ -13,7 +16,7 @@ ELEVEN = "11 messages (original notebook)"
 
 @pytest.fixture(scope="module")
 def explorer():
-    return TrimExplorer()  # the default counters: toy, ChatHuggingFace (GPT-2 fallback), model
+    return TrimExplorer()  # the default counters: toy, LangChain's GPT-2 fallback, the model's
 
 
 def _oracle(ex: TrimExplorer) -> list[str]:
@@ -110,3 +113,26 @@ def test_explorer_takes_your_own_examples_and_rejects_bad_settings():
         TrimExplorer(examples={})
     with pytest.raises(ValueError, match="counter 'abacus'"):
         TrimExplorer(counter="abacus")
+
+
+def test_the_explorer_is_a_vbox_showing_its_controls_and_the_report(explorer):
+    assert isinstance(explorer, w.VBox)
+    assert explorer.children[-1] is explorer.view
+    assert all(c in explorer.children for c in explorer.controls)
+
+
+@pytest.mark.parametrize("error", [
+    CourseSettingError("COURSE_MODEL='http://127.0.0.1:9/v1': the server did not answer"),
+    OSError("could not download cl100k_base.tiktoken"),
+])
+def test_a_counter_that_cannot_be_built_shows_the_error_not_a_stale_table(error):
+    def broken():
+        raise error
+
+    ex = TrimExplorer(counters={**default_counters(), MODEL: broken})
+    assert ex.report is not None  # the toy counter works
+    ex.counter.value = MODEL
+    assert ex.report is None and type(error).__name__ in ex.error
+    assert "<table" not in ex.view.value and "color:#b00" in ex.view.value
+    ex.counter.value = TOY
+    assert ex.report is not None and "<table" in ex.view.value

@@ -1,4 +1,5 @@
-"""course.trimming.policy: the kept set is trim_messages' own, the reasons follow the four rules."""
+"""course.trimming: the kept set is trim_messages' own, the reasons follow the four rules, the
+graphs store and trim what the chapter says, the summary lives in the checkpointed state."""
 
 import random
 
@@ -6,27 +7,30 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, trim_messages
 
-from course.memory.chat_graph import PromptRecorder, saved_messages
-from course.trimming.policy import (
-    REASON_FITS,
-    REASON_SYSTEM,
+from course.checkpoints import thread_config
+from course.memory.chat_graph import saved_messages
+from course.trimming.counters import (
+    CountTable,
+    Gpt2FallbackCounter,
     ModelTokenCounter,
-    SummarizingTrimmer,
     ToyCounter,
-    build_trimming_graph,
     count_each,
-    count_table,
-    eleven_messages,
-    extract_user_name,
-    make_messages,
-    make_trimmer,
-    parse_conversation,
-    run_turns,
-    trim_and_explain,
-    walk_back,
     worked_example_counter,
+)
+from course.trimming.examples import (
+    eleven_messages,
+    make_messages,
+    parse_conversation,
     worked_example_messages,
 )
+from course.trimming.graph import TurnRuns, converse, pipeline_chat_model
+from course.trimming.remedies import (
+    build_facts_graph,
+    build_summary_graph,
+    extract_user_name,
+    facts_input,
+)
+from course.trimming.rules import REASON_FITS, REASON_SYSTEM, trim_and_explain
 
 SEVEN = ["You're a good assistant.", "What's 2 + 2?", "4.", "Thanks!", "No problem!",
          "Having fun?", "Yes!"]
@@ -41,9 +45,13 @@ def local():
 
 @pytest.fixture(scope="module")
 def chat():
-    from course.models import chat_model
+    """ChatHuggingFace over the in-kernel model: what the original notebook passed as counter."""
+    return pipeline_chat_model(return_full_text=False, max_new_tokens=8)
 
-    return chat_model()
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return Gpt2FallbackCounter()
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +78,23 @@ def test_worked_example_exactly_as_the_note():
     assert all(reasons[i] == REASON_FITS for i in (5, 6, 7))
 
 
-def test_walk_back_lines():
-    lines = walk_back(worked_example_messages(), max_tokens=52,
-                      token_counter=worked_example_counter())
+def test_walk_back_lines_come_from_the_same_walk():
+    report = _worked()
+    lines = report.walk_lines()
     assert lines[0].endswith("52 - 10 = 42 tokens remain")
     assert any("-> 42 <= 42, fits (fits exactly)" in ln for ln in lines)
     assert any("-> 54 > 42: stop" in ln for ln in lines)
     assert lines[-1] == "the model gets 4 messages and 32 tokens"
+    assert [s.kind for s in report.steps] == ["system", "fits", "fits", "fits", "fits", "stop",
+                                              "rule4", "end"]
+    dropped_by_rule4 = [s.index for s in report.steps if s.kind == "rule4"]
+    assert all(not report.decisions[i].kept for i in dropped_by_rule4)
 
 
-def test_eleven_messages_with_langchains_gpt2_fallback(chat):
+def test_eleven_messages_with_langchains_gpt2_fallback(chat, gpt2):
     eleven = eleven_messages()
     assert count_each(eleven, chat) == [8, 8, 4, 8, 4, 8, 4, 4, 5, 5, 4]
+    assert count_each(eleven, gpt2) == count_each(eleven, chat)  # the same arithmetic
     report = trim_and_explain(eleven, max_tokens=45, token_counter=chat, include_system=True,
                               start_on="human")
     assert report.kept_contents == SEVEN
@@ -112,10 +125,13 @@ def test_model_token_counter_needs_a_chat_template():
         ModelTokenCounter(NoTemplate())
 
 
-def test_count_table_shows_what_gpt2_counts(chat, model_counter):
-    rows = count_table(eleven_messages()[:2], chat, model_counter)
-    assert rows[1].fallback_text == "Human: Hi! I'm Bob."
-    assert rows[1].gpt2_tokens == 8 and rows[1].model_tokens == model_counter([HumanMessage("Hi! I'm Bob.")])
+def test_count_table_shows_what_gpt2_counts(gpt2, model_counter):
+    table = CountTable.count(eleven_messages()[:2], {"GPT-2": gpt2, "model": model_counter})
+    assert table.text_of(1) == "Human: Hi! I'm Bob."
+    assert table.columns["GPT-2"] == [8, 8]
+    assert table.columns["model"][1] == model_counter([HumanMessage("Hi! I'm Bob.")])
+    assert table.totals == {"GPT-2": 16, "model": sum(table.columns["model"])}
+    assert "total | | 16 |" in str(table).replace("  ", " ") and "<table>" in table._repr_html_()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -205,58 +221,89 @@ def _scripted(replies):
     return GenericFakeChatModel(messages=iter([AIMessage(r) for r in replies]))
 
 
-def test_graph_with_an_over_budget_stored_reply_keeps_only_the_new_question(local, chat):
+def _counters(gpt2, model_counter):
+    return {"GPT-2": gpt2, "model": model_counter}
+
+
+def test_graph_with_an_over_budget_stored_reply_keeps_only_the_new_question(chat, gpt2,
+                                                                            model_counter):
     long_reply = "<|im_start|>system\n" + "a prompt saved by mistake " * 10
-    recorder = PromptRecorder()
-    app = build_trimming_graph(_scripted([long_reply, "ok"]), chat, recorder=recorder)
-    turns = run_turns(app, recorder, ["Hi! I'm Bob.", "What's my name?"], thread_id="t",
-                      gpt2_counter=chat, local=local)
+    run = converse(_scripted([long_reply, "ok"]), chat, thread_id="t",
+                   questions=["Hi! I'm Bob.", "What's my name?"], prompt_counter=model_counter,
+                   reply_counters=_counters(gpt2, model_counter))
+    turns = run.turns
     assert turns[0].name_in_prompt and not turns[1].name_in_prompt
     assert turns[1].received_roles == ["system", "human"]
-    assert turns[0].reply_gpt2_tokens > 45
+    assert turns[0].reply_tokens["GPT-2"] > 45
+    runs = TurnRuns({"bugged": turns})
+    assert runs.first_turn_without_name("bugged") == 2
+    assert "turn 2, bugged: received 2 messages, name in prompt: no" in str(runs)
 
 
-def test_graph_with_short_replies_keeps_the_name_and_facts_survive_trimming(local, model_counter,
-                                                                            chat):
-    questions = ["Hi! I'm Bob.", "What's my name?", "I like vanilla ice cream.",
-                 "Tell me a fact about penguins please.", "What's my name?"]
+QUESTIONS5 = ["Hi! I'm Bob.", "What's my name?", "I like vanilla ice cream.",
+              "Tell me a fact about penguins please.", "What's my name?"]
+
+
+def test_graph_with_short_replies_keeps_the_name_and_facts_survive_trimming(model_counter, gpt2):
     replies = ["Hello there, nice to meet you!"] * 5
-    recorder = PromptRecorder()
-    app = build_trimming_graph(_scripted(replies), model_counter, recorder=recorder)
-    plain = run_turns(app, recorder, questions, thread_id="p", gpt2_counter=chat, local=local)
+    counters = _counters(gpt2, model_counter)
+    plain = converse(_scripted(replies), model_counter, thread_id="p", questions=QUESTIONS5,
+                     prompt_counter=model_counter, reply_counters=counters).turns
     assert plain[1].name_in_prompt and not plain[-1].name_in_prompt  # forgotten when trimmed
-    recorder = PromptRecorder()
-    app = build_trimming_graph(_scripted(replies), model_counter, recorder=recorder,
-                               remedy="facts")
-    facts = run_turns(app, recorder, questions, thread_id="f", facts=True, gpt2_counter=chat,
-                      local=local)
-    assert all(t.name_in_prompt for t in facts)
-    assert app.get_state({"configurable": {"thread_id": "f"}}).values["user_name"] == "Bob"
-    assert len(saved_messages(app, "f")) == 10  # trimming never deletes saved messages
+    facts = converse(_scripted(replies), model_counter, thread_id="f", questions=QUESTIONS5,
+                     build=build_facts_graph, state_for_turn=facts_input,
+                     prompt_counter=model_counter, reply_counters=counters)
+    assert all(t.name_in_prompt for t in facts.turns)
+    assert facts.app.get_state(thread_config("f")).values["user_name"] == "Bob"
+    assert len(saved_messages(facts.app, "f")) == 10  # trimming never deletes saved messages
 
 
-def test_facts_field_before_the_name_is_known(local, model_counter, chat):
-    recorder = PromptRecorder()
-    app = build_trimming_graph(_scripted(["Hello!", "Hi Bob!"]), model_counter,
-                               recorder=recorder, remedy="facts")
-    turns = run_turns(app, recorder, ["Hello there.", "I'm Bob."], thread_id="n", facts=True,
-                      gpt2_counter=chat, local=local)
-    assert "The user's name is not known yet." in recorder.calls[0].prompt_text
-    assert turns[1].name_in_prompt and "The user's name is Bob." in recorder.calls[1].prompt_text
+def test_facts_field_before_the_name_is_known(model_counter, gpt2):
+    run = converse(_scripted(["Hello!", "Hi Bob!"]), model_counter, thread_id="n",
+                   questions=["Hello there.", "I'm Bob."], build=build_facts_graph,
+                   state_for_turn=facts_input, prompt_counter=model_counter,
+                   reply_counters=_counters(gpt2, model_counter))
+    assert "The user's name is not known yet." in run.recorder.calls[0].prompt_text
+    assert run.turns[1].name_in_prompt
+    assert "The user's name is Bob." in run.recorder.calls[1].prompt_text
 
 
-def test_summarizing_trimmer_puts_a_summary_first(model_counter):
-    saved = make_messages([("human", "Hi! I'm Bob."), ("ai", "Hello Bob, how can I help you?"),
-                           ("human", "I like vanilla ice cream a lot."),
-                           ("ai", "Vanilla is a classic flavour, good choice."),
-                           ("human", "What's my name?")])
-    summarizer = SummarizingTrimmer(_scripted(["The user is Bob."]), model_counter, 45)
-    shown = summarizer(saved)
-    assert shown[0].type == "system" and shown[0].content.endswith("The user is Bob.")
-    assert shown[1:] == make_trimmer(model_counter, 45)(saved)
-    assert summarizer(saved) == shown  # cached: the scripted model has no second reply
+def _summary_run(model_counter, gpt2, *, delete, budget=60, summary="The user is Bob."):
+    writer = _scripted([summary] * 10)
+    return converse(_scripted(["Hello there, nice to meet you!"] * 5), model_counter,
+                    thread_id=f"s-{delete}", questions=QUESTIONS5, max_tokens=budget,
+                    build=lambda chat, counter, **kw: build_summary_graph(
+                        chat, counter, summary_model=writer, delete=delete, **kw),
+                    prompt_counter=model_counter, reply_counters=_counters(gpt2, model_counter))
 
 
-def test_bad_remedy():
-    with pytest.raises(ValueError, match="remedy"):
-        build_trimming_graph(_scripted([]), ToyCounter(), remedy="magic")
+@pytest.mark.parametrize("delete", [False, True])
+def test_summary_lives_in_state_and_is_counted_in_the_budget(model_counter, gpt2, delete):
+    run = _summary_run(model_counter, gpt2, delete=delete)
+    state = run.app.get_state(thread_config(run.thread_id)).values
+    assert state["summary"] == "The user is Bob."  # in the checkpointed state, not on an object
+    for call in run.recorder.calls:
+        assert model_counter(call.messages) <= 60  # the summary counted in the budget (rule 2)
+        assert call.messages[0].type == "system"
+    last = run.recorder.calls[-1]
+    assert "Summary of the earlier conversation: The user is Bob." in last.messages[0].content
+    assert "Hi! I'm Bob." not in [m.content for m in last.messages]  # trimmed, yet Bob survives
+    assert run.turns[-1].name_in_prompt
+    saved = saved_messages(run.app, run.thread_id)
+    if delete:  # RemoveMessage: gone for good, only the unsummarised tail is kept
+        assert "Hi! I'm Bob." not in [m.content for m in saved] and state["summarized"] == 0
+        assert len(saved) < 10
+    else:  # trimming only: everything saved, the summary covers the oldest `summarized`
+        assert len(saved) == 10 and state["summarized"] > 0
+
+
+def test_a_summary_that_drops_the_name_loses_it(model_counter, gpt2):
+    run = _summary_run(model_counter, gpt2, delete=False, summary="The user likes ice cream.")
+    assert not run.turns[-1].name_in_prompt
+
+
+def test_bad_summary_graph_arguments():
+    with pytest.raises(ValueError, match="max_tokens"):
+        build_summary_graph(_scripted([]), ToyCounter(), max_tokens=0)
+    with pytest.raises(TypeError, match="chat model"):
+        build_summary_graph(None, ToyCounter(), max_tokens=10)

@@ -1,14 +1,16 @@
 """The trimming explorer: move a token budget and the trimming options, see what is kept and why.
 
+A view: the widget is an ``ipywidgets.VBox`` (make it the cell's last expression to show it).
 Controls: the message list (the worked example, the original 11 messages, or your own lines
 ``role: text``), a budget slider, strategy (last/first), include_system, start_on (human or
 none) and the counter (toy / GPT-2 fallback / the model's tokenizer). Every change calls
-:func:`course.trimming.policy.trim_and_explain`: LangChain's ``trim_messages`` decides what is kept,
-the widget only renders the :class:`~course.trimming.policy.TrimReport` (each message kept or dropped
-with its reason, and the token total).
+:func:`course.trimming.rules.trim_and_explain`; the :class:`~course.trimming.rules.TrimReport`
+it returns renders itself (each message kept or dropped with its reason, and the total).
 
 With strategy ``first``, ``trim_messages`` refuses include_system and start_on, so those two
-controls are switched off (and disabled) while it is selected.
+controls are switched off (and disabled) while it is selected. Any error (a bad line typed, a
+model setting that cannot be used, a tokenizer that cannot be loaded offline) is shown in the
+widget in place of the table, never left behind a stale one.
 
 Works without a browser: set ``explorer.budget.value = 40`` and read ``explorer.report`` or
 ``explorer.text()``; that is how the tests drive it. Not handled: allow_partial (rule 3),
@@ -24,14 +26,11 @@ from typing import Any
 import ipywidgets as w
 from langchain_core.messages import BaseMessage
 
-from course.trimming.policy import (
-    TrimReport,
-    eleven_messages,
-    parse_conversation,
-    trim_and_explain,
-    worked_example_counter,
-    worked_example_messages,
-)
+from course.trimming.counters import Gpt2FallbackCounter, ModelTokenCounter, worked_example_counter
+from course.trimming.examples import eleven_messages, parse_conversation, worked_example_messages
+from course.trimming.rules import TrimReport, trim_and_explain
+
+__all__ = ["GPT2", "MODEL", "OWN", "TOY", "TrimExplorer", "default_counters"]
 
 OWN = "your own (type below)"
 TOY, GPT2, MODEL = "toy", "GPT-2 fallback", "model tokenizer"
@@ -41,22 +40,11 @@ EXAMPLE_TEXT = "system: You are a helpful assistant.\nuser: Hi! I'm Bob.\nassist
 
 def default_counters() -> dict[str, Callable[[], Any]]:
     """Counter factories, built on first use: toy, LangChain's GPT-2 fallback, the model's."""
-
-    def gpt2():
-        from course.models import chat_model
-
-        return chat_model()  # LangChain's own fallback: pass the chat model itself
-
-    def model():
-        from course.trimming.policy import ModelTokenCounter
-
-        return ModelTokenCounter()
-
-    return {TOY: worked_example_counter, GPT2: gpt2, MODEL: model}
+    return {TOY: worked_example_counter, GPT2: Gpt2FallbackCounter, MODEL: ModelTokenCounter}
 
 
-class TrimExplorer:
-    """Controls for ``trim_messages`` and a table of kept/dropped messages with the reasons."""
+class TrimExplorer(w.VBox):
+    """Controls for ``trim_messages`` above the self-rendering table of kept/dropped messages."""
 
     def __init__(
         self,
@@ -69,35 +57,40 @@ class TrimExplorer:
         start_on: str | None = "human",
         counter: str = TOY,
     ) -> None:
-        self.examples = dict(examples) if examples is not None else {
+        examples = dict(examples) if examples is not None else {
             "worked example (note)": worked_example_messages(),
             "11 messages (original notebook)": eleven_messages(),
         }
-        if not self.examples:
+        if not examples:
             raise ValueError("examples is empty: give at least one named message list")
-        self._factories = dict(counters) if counters is not None else default_counters()
-        if counter not in self._factories:
-            raise ValueError(f"counter {counter!r} is not one of {sorted(self._factories)}")
-        self._built: dict[str, Any] = {}
+        factories = dict(counters) if counters is not None else default_counters()
+        if counter not in factories:
+            raise ValueError(f"counter {counter!r} is not one of {sorted(factories)}")
         style = {"description_width": "110px"}
-        self.source = w.Dropdown(options=[*self.examples, OWN], description="messages",
-                                 style=style)
-        self.own_text = w.Textarea(EXAMPLE_TEXT, description="your messages",
-                                   layout=w.Layout(width="480px", height="110px"), style=style)
-        self.budget = w.IntSlider(budget, 0, max_budget, description="max_tokens", style=style,
-                                  layout=w.Layout(width="480px"))
-        self.strategy = w.ToggleButtons(options=["last", "first"], value=strategy,
-                                        description="strategy", style=style)
-        self.include_system = w.Checkbox(include_system, description="include_system")
-        self.start_on = w.Dropdown(options=[("human", "human"), ("none", None)], value=start_on,
+        source = w.Dropdown(options=[*examples, OWN], description="messages", style=style)
+        own_text = w.Textarea(EXAMPLE_TEXT, description="your messages",
+                              layout=w.Layout(width="480px", height="110px"), style=style)
+        budget_slider = w.IntSlider(budget, 0, max_budget, description="max_tokens",
+                                    style=style, layout=w.Layout(width="480px"))
+        strategy_buttons = w.ToggleButtons(options=["last", "first"], value=strategy,
+                                           description="strategy", style=style)
+        system_box = w.Checkbox(include_system, description="include_system")
+        start_on_menu = w.Dropdown(options=[("human", "human"), ("none", None)], value=start_on,
                                    description="start_on", style=style)
-        self.counter = w.Dropdown(options=list(self._factories), value=counter,
-                                  description="counter", style=style)
-        self.view = w.HTML()
-        for control in self.controls:
-            control.observe(self._changed, names="value")
+        counter_menu = w.Dropdown(options=list(factories), value=counter, description="counter",
+                                  style=style)
+        view = w.HTML()
+        super().__init__([source, own_text, budget_slider, strategy_buttons, system_box,
+                          start_on_menu, counter_menu, view])
+        self.examples, self._factories = examples, factories
+        self._built: dict[str, Any] = {}
+        self.source, self.own_text, self.budget = source, own_text, budget_slider
+        self.strategy, self.include_system = strategy_buttons, system_box
+        self.start_on, self.counter, self.view = start_on_menu, counter_menu, view
         self.report: TrimReport | None = None
         self.error: str | None = None
+        for control in self.controls:
+            control.observe(self._changed, names="value")
         self.update()
 
     @property
@@ -122,7 +115,7 @@ class TrimExplorer:
         self.update()
 
     def update(self) -> TrimReport | None:
-        """Trim with the current settings; show the table, or the error in plain words."""
+        """Trim with the current settings; show the report, or the error in plain words."""
         first = self.strategy.value == "first"
         self.include_system.disabled = first
         self.start_on.disabled = first
@@ -136,22 +129,12 @@ class TrimExplorer:
             )
             self.error = None
             self.view.value = self.report._repr_html_()
-        except ValueError as err:
-            self.report, self.error = None, str(err)
+        except Exception as err:  # any failure replaces the table: never a stale one
+            self.report = None
+            self.error = f"{type(err).__name__}: {err}"
             self.view.value = f"<p style='color:#b00'>{html.escape(self.error)}</p>"
         return self.report
 
     def text(self) -> str:
-        """The current table as plain text (or the error)."""
-        return self.report.table() if self.report is not None else f"error: {self.error}"
-
-    def widget(self) -> w.Widget:
-        return w.VBox([*self.controls, self.view])
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget())
-
-
-__all__ = ["GPT2", "MODEL", "OWN", "TOY", "TrimExplorer", "default_counters"]
+        """The current report as plain text (or the error)."""
+        return str(self.report) if self.report is not None else f"error: {self.error}"

@@ -1,0 +1,294 @@
+"""The original notebook's trimming graph, run turn by turn, with and without its two bugs.
+
+The trimming graph is the memory chapter's :func:`course.memory.chat_graph.build_chat_graph`
+with the original trimmer (``ORIGINAL_SETTINGS``) as its ``transform``: it trims the SAVED
+messages before the prompt template adds the system message, as published. :func:`run_turns`
+asks one question per turn and keeps a :class:`TurnRecord` (what the model received, what was
+stored, measured); :class:`TurnRuns` lays several runs side by side, a record that renders
+itself (text, HTML) and plots the stored reply's growth.
+
+:func:`pipeline_chat_model` is the chat model the two bugs are about: ``ChatHuggingFace`` over
+a transformers ``text-generation`` pipeline on the model loaded in the kernel (the probe model),
+whatever the agent model is.
+
+Not handled: the remedies (see :mod:`course.trimming.remedies`), streaming, tool messages.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+
+from course.checkpoints import thread_config
+from course.memory.chat_graph import (
+    LANGUAGE_TEMPLATE,
+    LanguageState,
+    PromptRecorder,
+    build_chat_graph,
+)
+from course.trimming.counters import as_counter
+from course.trimming.examples import ORIGINAL_SETTINGS, QUESTIONS
+
+__all__ = [
+    "Conversation",
+    "TurnRecord",
+    "TurnRuns",
+    "agent_chat_model",
+    "build_trimming_graph",
+    "converse",
+    "make_trimmer",
+    "note_prompt_reconstruction",
+    "pipeline_chat_model",
+    "run_turns",
+]
+
+
+def pipeline_chat_model(*, return_full_text: bool, max_new_tokens: int):
+    """``ChatHuggingFace`` over a greedy ``text-generation`` pipeline on the in-kernel model.
+
+    ``return_full_text=True`` is bug 1 (the original notebook never set it).
+    """
+    from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
+
+    from course.models import probe_model, text_generation_pipeline
+
+    local = probe_model()
+    pipe = text_generation_pipeline(return_full_text=return_full_text,
+                                    max_new_tokens=max_new_tokens)
+    llm = HuggingFacePipeline(pipeline=pipe, model_id=local.source)
+    return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source)
+
+
+def agent_chat_model(*, max_new_tokens: int):
+    """The agent model (``course.models.chat_model()``) with replies capped at ``max_new_tokens``.
+
+    In the kernel: over a greedy pipeline that returns only the answer; a server: ``max_tokens``.
+    """
+    from course.models import agent_is_local, chat_model, text_generation_pipeline
+
+    if agent_is_local():
+        return chat_model(pipeline=text_generation_pipeline(return_full_text=False,
+                                                            max_new_tokens=max_new_tokens))
+    return chat_model(max_tokens=max_new_tokens)
+
+
+def note_prompt_reconstruction(tokenizer: Any, language: str = "English",
+                               question: str = "Hi! I'm Bob.") -> str:
+    """The prompt part of the assistant message bug 1 stored in the note's trimming app.
+
+    Reconstructed: the published graph's system instruction and one user turn rendered by
+    ``tokenizer``'s chat template with the generation prompt. The note gives only the stored
+    message's size (205 characters with the prompt), not its text, nor the language or the
+    question of that turn: ``language`` and ``question`` are the course's guesses.
+    """
+    return tokenizer.apply_chat_template(
+        [{"role": "system", "content": LANGUAGE_TEMPLATE.format(language=language)},
+         {"role": "user", "content": question}], tokenize=False, add_generation_prompt=True)
+
+
+def make_trimmer(token_counter: Any, max_tokens: int = 45
+                 ) -> Callable[[list[BaseMessage]], list[BaseMessage]]:
+    """The original notebook's trimmer (``ORIGINAL_SETTINGS``) as a graph ``transform``."""
+    settings = dict(ORIGINAL_SETTINGS, max_tokens=max_tokens)
+
+    def trim(saved: list[BaseMessage]) -> list[BaseMessage]:
+        return trim_messages(saved, token_counter=token_counter, **settings)
+
+    return trim
+
+
+def build_trimming_graph(chat_model: Any, token_counter: Any, *, max_tokens: int | None = 45,
+                         system_template: str = LANGUAGE_TEMPLATE,
+                         state_schema: type = LanguageState,
+                         recorder: PromptRecorder | None = None, checkpointer: Any = None):
+    """The original trimming graph: the language graph + the original trimmer on saved messages.
+
+    ``max_tokens=None`` means no trimming (the memory chapter's language graph).
+    """
+    transform = None if max_tokens is None else make_trimmer(token_counter, max_tokens)
+    return build_chat_graph(chat_model, system_template=system_template,
+                            state_schema=state_schema, transform=transform,
+                            checkpointer=checkpointer, recorder=recorder)
+
+
+@dataclass
+class TurnRecord:
+    """One turn: what the model received, and the assistant message that was stored (measured).
+
+    ``prompt_tokens`` counts the received messages with the run's model counter;
+    ``reply_tokens`` counts the stored message with each counter (label -> tokens).
+    """
+
+    turn: int
+    question: str
+    received: list[tuple[str, str]]  # (type, content) of the messages the model got
+    prompt_tokens: int
+    name_in_prompt: bool
+    reply: str
+    reply_tokens: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def received_roles(self) -> list[str]:
+        return [t for t, _ in self.received]
+
+    @property
+    def reply_chars(self) -> int:
+        return len(self.reply)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {label} tokens" for label, n in self.reply_tokens.items())
+        return (f"turn {self.turn}: model got {len(self.received)} messages "
+                f"{self.received_roles}, {self.prompt_tokens} tokens, name in prompt: "
+                f"{'yes' if self.name_in_prompt else 'no'}; stored reply {self.reply_chars} "
+                f"chars, {counts}")
+
+    def details(self, width: int = 90) -> str:
+        """The summary line, then each received message (content shortened to ``width``)."""
+        lines = [str(self)]
+        for kind, content in self.received:
+            text = " ".join(content.split())
+            text = text if len(text) <= width else text[: width - 3] + "..."
+            lines.append(f"    {kind}: {text}")
+        lines.append(f"    stored reply: {' '.join(self.reply.split())[:width]!r}")
+        return "\n".join(lines)
+
+
+def run_turns(app: Any, recorder: PromptRecorder, questions: Sequence[str], *, thread_id: str,
+              prompt_counter: Any, reply_counters: Mapping[str, Any], name: str = "Bob",
+              language: str = "English",
+              state_for_turn: Callable[[int, str], dict] | None = None) -> list[TurnRecord]:
+    """Ask ``questions`` one per turn on ``thread_id``; a :class:`TurnRecord` per turn.
+
+    ``state_for_turn(turn, question)`` may add state fields to a turn's input (the facts remedy).
+    """
+    if not questions:
+        raise ValueError("questions is empty: give the user's messages, one per turn")
+    config = thread_config(thread_id)
+    count_prompt = as_counter(prompt_counter)
+    counters = {label: as_counter(c) for label, c in reply_counters.items()}
+    records = []
+    for turn, question in enumerate(questions, start=1):
+        payload: dict[str, Any] = {"messages": [HumanMessage(question)]}
+        if turn == 1:
+            payload["language"] = language
+        if state_for_turn is not None:
+            payload.update(state_for_turn(turn, question))
+        out = app.invoke(payload, config)
+        stored = out["messages"][-1]
+        call = recorder.last
+        records.append(TurnRecord(
+            turn=turn, question=question,
+            received=[(m.type, str(m.content)) for m in call.messages],
+            prompt_tokens=count_prompt(list(call.messages)),
+            name_in_prompt=any(name in str(m.content) for m in call.messages),
+            reply=str(stored.content),
+            reply_tokens={label: c([AIMessage(str(stored.content))])
+                          for label, c in counters.items()},
+        ))
+    return records
+
+
+@dataclass
+class TurnRuns:
+    """Several runs of the same questions, side by side per turn (all figures measured here)."""
+
+    runs: dict[str, list[TurnRecord]]
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("runs is empty: give {label: [TurnRecord, ...]}")
+
+    def turns(self) -> list[int]:
+        return [r.turn for r in next(iter(self.runs.values()))]
+
+    def record(self, label: str, turn: int) -> TurnRecord:
+        return next(r for r in self.runs[label] if r.turn == turn)
+
+    def name_kept(self, label: str) -> list[bool]:
+        """Per turn: did the name reach the model in run ``label``?"""
+        return [r.name_in_prompt for r in self.runs[label]]
+
+    def first_turn_without_name(self, label: str) -> int | None:
+        return next((r.turn for r in self.runs[label] if not r.name_in_prompt), None)
+
+    def _cell(self, r: TurnRecord) -> str:
+        counts = ", ".join(f"{n} {label}" for label, n in r.reply_tokens.items())
+        return (f"received {len(r.received)} messages, name in prompt: "
+                f"{'yes' if r.name_in_prompt else 'no'}, stored {r.reply_chars} chars ({counts})")
+
+    def __str__(self) -> str:
+        lines = []
+        for t in self.turns():
+            for label in self.runs:
+                lines.append(f"turn {t}, {label}: {self._cell(self.record(label, t))}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(label)}</th>" for label in self.runs)
+        body = "".join(
+            f"<tr><td>{t}</td>"
+            + "".join(f"<td>{html.escape(self._cell(self.record(label, t)))}</td>"
+                      for label in self.runs) + "</tr>"
+            for t in self.turns())
+        return (f"<table><tr><th>turn</th>{head}</tr>{body}</table>"
+                "<p>measured in this kernel; token counts of the stored assistant message</p>")
+
+    def plot(self, counter: str | None = None):
+        """Stored assistant message per turn: characters and tokens (``counter`` label)."""
+        import matplotlib.pyplot as plt
+
+        first = next(iter(self.runs.values()))
+        counter = counter or next(iter(first[0].reply_tokens), None)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+        for label, records in self.runs.items():
+            turns = [r.turn for r in records]
+            axes[0].plot(turns, [r.reply_chars for r in records], marker="o", label=label)
+            if counter is not None:
+                axes[1].plot(turns, [r.reply_tokens[counter] for r in records], marker="o",
+                             label=label)
+        for ax, what in zip(axes, ("characters", f"tokens ({counter})"), strict=True):
+            ax.set_xlabel("turn")
+            ax.set_ylabel(what)
+            ax.set_title(f"stored assistant message, {what.split()[0]}")
+            ax.set_xticks(self.turns())
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        return fig
+
+
+@dataclass
+class Conversation:
+    """A graph run over the chapter's questions: the app (to read its state), the prompts the
+    model received (``recorder``), and a :class:`TurnRecord` per turn."""
+
+    app: Any
+    recorder: PromptRecorder
+    turns: list[TurnRecord]
+    thread_id: str
+
+    def __str__(self) -> str:
+        return "\n".join(t.details() for t in self.turns)
+
+    __repr__ = __str__
+
+
+def converse(chat_model: Any, token_counter: Any, *, thread_id: str, prompt_counter: Any,
+             reply_counters: Mapping[str, Any], max_tokens: int | None = 45,
+             questions: Sequence[str] = QUESTIONS, build: Callable[..., Any] | None = None,
+             state_for_turn: Callable[[int, str], dict] | None = None) -> Conversation:
+    """Build a graph (default :func:`build_trimming_graph`; a remedy's builder works too) and run
+    ``questions`` on ``thread_id``. ``token_counter`` is what the graph's trimmer counts with;
+    ``prompt_counter`` and ``reply_counters`` measure what the model got and what was stored."""
+    recorder = PromptRecorder()
+    build = build or build_trimming_graph
+    app = build(chat_model, token_counter, max_tokens=max_tokens, recorder=recorder)
+    turns = run_turns(app, recorder, questions, thread_id=thread_id,
+                      prompt_counter=prompt_counter, reply_counters=reply_counters,
+                      state_for_turn=state_for_turn)
+    return Conversation(app, recorder, turns, thread_id)
