@@ -5,18 +5,15 @@ import pytest
 from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceStep
 from course.loop.agent_loop import StepDecision, StopReason, StopRules, run_loop
-from course.loop.budgets import (
+from course.loop.budget_graph import build_budget_graph, run_langgraph_with_budget
+from course.loop.budget_guard import (
     BudgetGuard,
     budgeted_code_agent,
-    build_budget_graph,
-    langchain_tool,
-    recorded_tools,
-    replay_recorded_run,
-    run_langgraph_with_budget,
     run_smolagents_with_budget,
     scripted_code_model,
-    stuck_search_model,
 )
+from course.loop.scenarios import recorded_tools, replay_recorded_run, stuck_search_model
+from course.tools.adapters import langchain_tool
 from course.tools.calls import ToolCall
 
 TASK = "What is the current weather in Paris?"

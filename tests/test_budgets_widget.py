@@ -4,7 +4,7 @@ import pytest
 
 from course.agents.offline_tools import make_tools
 from course.loop.agent_loop import StopReason, run_loop
-from course.loop.budgets import stuck_search_model
+from course.loop.scenarios import stuck_search_model
 from widgets.budget_explorer import BudgetsWidget
 
 TASK = "What is the current weather in Paris?"
@@ -63,6 +63,10 @@ def test_the_widget_matches_the_loop_for_every_max_steps(widget, tools):
 
 
 def test_box_and_bad_input(widget):
-    assert len(widget.box.children) == 5 and "step" in widget.text()
+    import ipywidgets as w
+
+    assert isinstance(widget, w.VBox) and len(widget.children) == 5 and "step" in widget.text()
+    assert widget.view.value.startswith(widget.run._repr_html_())  # the record renders itself
+    assert "word-and-punctuation count" in widget.view.value  # the token unit is named
     with pytest.raises(TypeError, match="run_with"):
         BudgetsWidget("not a function")

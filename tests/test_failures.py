@@ -93,7 +93,7 @@ def test_dry_run_writes_nothing():
 
 def test_weather_tool_and_all_rows():
     assert get_weather("Paris", "imperial") == "Paris: 57 °F, partly cloudy"
-    assert "no weather data" in get_weather("Oslo")
+    assert "no weather data" in get_weather("Atlantis")
     demos = all_demos()
     assert len(demos) == 7 and all(isinstance(d, FailureDemo) and d.outcome for d in demos)
 

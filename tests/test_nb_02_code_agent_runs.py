@@ -1,20 +1,44 @@
-"""Chapter 02: the three note runs replayed through the real CodeAgent, their traces and checks."""
+"""Chapter 02: live runs of the active model, the note runs replayed through the real CodeAgent."""
 
 import re
 
 NOTEBOOK = "02_code_agent_runs.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
-def test_recordings_are_listed_with_their_labels(run):
+def field(text: str, name: str) -> str:
+    return re.search(rf"\b{name}=(\S+)", text).group(1)
+
+
+def test_live_runs_of_the_three_tasks_are_measured_and_flagged(run):
+    assert "short bounded run" in run.text("live-plan")  # the default setting: the bundled model
+    for task in ("weather", "bond", "debug"):
+        text = run.text(f"live-{task}")
+        assert f"{task} [measured] model: SmolLM2-135M-Instruct (bundled)" in text, text
+        assert int(field(text, "steps")) == 1, text  # one model call, as the plan says
+        assert float(field(text, "seconds")) > 0
+        assert re.search(r"step_seconds=\d+\.\d", text), text
+        assert int(field(text, "input_tokens")) > 2000  # smolagents' real prompt re-read
+        flags = re.search(r"flags: (.*)", text).group(1)
+        assert flags != "none", f"the bundled model fails {task}; the checks must say how: {text}"
+    assert "instruction to run code ignored" in run.text("live-debug")
+    assert run.has_widget("live-stepper-now")
+
+
+def test_recordings_are_listed_with_their_provenance(run):
     text = run.text("recordings")
-    assert re.search(r"weather_note\s+3 step\(s\)\s+\[reconstructed from the note\]", text)
-    assert re.search(r"bond_reference_72b\s+3 step\(s\)\s+\[recorded\]", text)
-    assert "9528 input and 225 output tokens" in run.text("weather-recording")
+    assert re.search(r"weather_note: steps=3", text)
+    assert ("code reconstructed from the published step descriptions; token figures recorded "
+            "(published)") in text
+    assert "token figures recorded (published) (step 1, 3) and derived (step 2)" in text
+    recording = run.text("weather-recording")
+    assert "9528 input and 225 output tokens" in recording
+    assert re.search(r"step 2: code \[reconstructed\], input tokens 3345 \[derived\]", recording)
+    assert re.search(r"step 1: code \[reconstructed\], input tokens 2083 \[recorded\]", recording)
 
 
 def test_weather_replay_three_steps_glued_answer(run):
     text = run.text("weather-replay")
-    assert "[reconstructed from the note] steps: 3" in text
+    assert "[reconstructed] steps: 3" in text
     assert "final answer: Clear sky, around 13-16°C" in text
     search = run.text("weather-search")
     first, second = search.split("web_search('current weather in Paris, France'):")
@@ -39,6 +63,10 @@ def test_debug_replay_never_runs_the_script(run):
     assert "fixed: runs, prints ['0', '1', '2']" in shows
 
 
+def row(table: str, label: str) -> str:
+    return next(line for line in table.splitlines() if line.startswith(label + ":"))
+
+
 def test_checks_flag_exactly_the_note_runs(run):
     text = run.text("checks")
     assert "weather: answer 'Clear sky, around 13-16°C' -> 1 flag(s)" in text
@@ -50,31 +78,49 @@ def test_checks_flag_exactly_the_note_runs(run):
     assert "search results named the DB5: True" in run.text("ideal-bond")
     table = run.text("side-by-side")
     for label in ("bond, 72B reference", "bond, ideal ReAct", "debug, 72B reference"):
-        line = next(row for row in table.splitlines() if row.startswith(label))
-        assert line.endswith("no flags"), line
-    assert "ran script in step [1, 2]" in table
+        assert row(table, label).endswith("flags=none"), row(table, label)
+    for label in ("weather, note", "bond, note", "debug, note"):
+        assert not row(table, label).endswith("flags=none"), row(table, label)
+    assert "ran the script in step [1, 2]" in row(table, "debug, 72B reference")
+    assert field(row(table, "bond, 72B reference"), "outputs") == "reconstructed"
+    assert field(row(table, "bond, 72B reference"), "figures") == "recorded"
+    assert field(row(table, "weather, note"), "figures") == "recorded/derived"
+    assert field(row(table, "weather, live"), "outputs") == "measured"
 
 
 def test_reference_runs_show_recorded_and_measured(run):
     text = run.text("reference-runs")
-    assert "input (recorded)" in text and "prompt (measured here)" in text
-    assert "10191" in text and "6885" in text
+    assert "code reconstructed from the published step descriptions" in text
+    assert re.search(r"step 3: input=10191 \[recorded\]", text)
+    assert re.search(r"step 3: input=6885 \[recorded\]", text)
     assert "IndexError" in text
+
+
+def test_qwen_tokenizer_counts_step_one_like_the_note(run):
+    text = run.text("weather-tokens")
+    qwen, recorded = map(int, re.search(r"step 1: Qwen3 tokenizer (\d+) vs recorded (\d+)", text).groups())
+    assert recorded == 2083 and abs(qwen - recorded) <= 10, (qwen, recorded)
+    steps = re.findall(r"step (\d): input=(\S+) \[(\w+)\].*prompt=(\d+) .*qwen_prompt=(\d+)", text)
+    assert [s[2] for s in steps] == ["recorded", "derived", "recorded"]
+    smol = [int(s[3]) for s in steps]
+    qwen_all = [int(s[4]) for s in steps]
+    assert all(a > b for a, b in zip(smol, qwen_all, strict=True))  # SmolLM2 needs more tokens
+    assert qwen_all == sorted(qwen_all)
 
 
 def test_measured_prompt_grows_every_step(run):
     assert run.has_image("prompt-growth")
-    sizes = [int(n) for n in re.findall(r"step \d: prompt (\d+) tokens \[measured\]", run.text("prompt-parts"))]
+    sizes = [int(n) for n in re.findall(r"step \d: prompt (\d+) tokens \[measured", run.text("prompt-parts"))]
     assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
     note = run.text("closing-note")
-    assert note.count("prompt (measured here)") == 6 and "2083" in note and "9528" in note
+    assert "2083" in note and "9528" in note and note.count("qwen_prompt=") >= 12
 
 
 def test_steppers_render_as_widgets(run):
     for cell in ("weather-stepper", "bond-stepper", "debug-stepper", "ideal-stepper",
-                 "reference-stepper", "live-stepper"):
+                 "reference-stepper", "live-stepper-now"):
         assert run.has_widget(cell), cell
-    assert "step 1 of 3" in run.text("weather-stepper")
+    assert "step 1 of 3 [code: reconstructed; figures: recorded]" in run.text("weather-stepper")
 
 
 def test_bad_trace_files_give_clear_errors(run):
@@ -83,9 +129,10 @@ def test_bad_trace_files_give_clear_errors(run):
     assert "field 'steps[1].input_tokens' must be" in text
 
 
-def test_live_cell_is_labelled_measured(run):
+def test_a_live_trace_round_trips(run):
     text = run.text("live-run")
-    assert "[measured]" in text and "SmolLM2-135M" in text
+    assert "model outputs measured (a model ran); token figures measured" in text
+    assert "same trace after the round trip: True" in text
 
 
 def test_exercises_pass(run):

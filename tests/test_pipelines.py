@@ -3,7 +3,14 @@
 import pytest
 
 from course.loop.agent_loop import LoopState
-from course.loop.pipelines import Attempt, Comparison, LocalModelPolicy, compare, parse_department
+from course.loop.pipelines import (
+    AGENT_INSTRUCTIONS,
+    Attempt,
+    ChatModelPolicy,
+    Comparison,
+    compare,
+    parse_department,
+)
 
 
 def test_parse_department():
@@ -13,21 +20,29 @@ def test_parse_department():
 
 
 class Recorded:
-    """Stands in for the local model in a parser test: returns given texts (not a lesson)."""
+    """Stands in for a chat model in a parser test: returns given texts (not a lesson)."""
 
-    name = "recorded texts"
+    def __init__(self, texts, usage=None):
+        self.texts, self.usage = list(texts), usage
 
-    def __init__(self, texts):
-        self.texts = list(texts)
+    def invoke(self, messages):
+        from langchain_core.messages import AIMessage
 
-    def generate(self, messages, max_new_tokens=16, **kw):
-        return self.texts.pop(0)
+        return AIMessage(self.texts.pop(0), usage_metadata=self.usage)
 
-    def render_chat(self, messages):
+
+class WordTokenizer:
+    """Counts words, so the test does not need a model's tokenizer."""
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
         return " ".join(m["content"] for m in messages)
 
-    def count_tokens(self, text):
-        return len(text.split())
+    def encode(self, text, add_special_tokens=False):
+        return text.split()
+
+
+def policy_over(texts, usage=None):
+    return ChatModelPolicy(Recorded(texts, usage), WordTokenizer(), "words (test)")
 
 
 def state(messages=()):
@@ -36,18 +51,28 @@ def state(messages=()):
 
 
 def test_policy_turns_text_into_decisions():
-    policy = LocalModelPolicy(Recorded(["CALL route_to(department=billing)", "ANSWER: done",
-                                        "I am not sure"]))
+    policy = policy_over(["CALL route_to(department=billing)", "ANSWER: done", "I am not sure"])
     call = policy(state())
     assert call.call.name == "route_to" and call.call.arguments == {"department": "billing"}
     assert policy(state()).final_answer == "done"
     nothing = policy(state())
     assert nothing.call is None and nothing.final_answer is None
     assert policy.outputs == ["CALL route_to(department=billing)", "ANSWER: done", "I am not sure"]
+    prompt_words = len(AGENT_INSTRUCTIONS.split()) + len("route it".split())  # system + task
+    assert (call.input_tokens, call.output_tokens) == (prompt_words, 2)
+    assert policy.token_unit == "words (test)"
+
+
+def test_policy_uses_the_usage_a_server_reports():
+    policy = policy_over(["ANSWER: done"], usage={"input_tokens": 41, "output_tokens": 3,
+                                                  "total_tokens": 44})
+    decision = policy(state())
+    assert (decision.input_tokens, decision.output_tokens) == (41, 3)
+    assert policy.token_unit == "tokens as the server reported them"
 
 
 def test_policy_shows_observations_as_user_turns():
-    policy = LocalModelPolicy(Recorded(["x"]))
+    policy = policy_over(["x"])
     chat = policy.chat(state([{"role": "tool", "content": "routed"}]))
     assert chat[0]["role"] == "system" and chat[-1] == {"role": "user",
                                                          "content": "Observation: routed"}
@@ -65,11 +90,12 @@ def test_comparison_figures_and_tables():
     assert agent["distinct outcomes"] == 3 and agent["correct"] == 1
     assert agent["max model calls"] == 2 and agent["distinct trajectories"] == 3
     assert comparison.figures("pipeline")["distinct outcomes"] == 1
-    assert "model calls per run" in comparison.table()
+    assert "model calls per run = 1.7" in comparison.table()
+    assert "<th>agent</th>" in comparison._repr_html_()
     note = comparison.note_table()
     assert "3 distinct outcome(s)" in note and "who decides the steps" in note
 
 
 def test_compare_rejects_zero_runs():
     with pytest.raises(ValueError, match="runs"):
-        compare(object(), runs=0)
+        compare(object(), chat=policy_over(["x"]), runs=0)

@@ -1,6 +1,7 @@
 """Replays run through the real CodeAgent and executor; measured prompts grow every step."""
 
 import itertools
+import re
 
 import pytest
 from smolagents.models import ChatMessage, MessageRole
@@ -52,7 +53,9 @@ def test_measured_prompts_grow_and_sit_beside_recorded(replays):
     weather = replays["weather_note"]
     assert [s.input_tokens for s in weather.trace.steps] == [2083, 3345, 4100]
     table = weather.token_table()
-    assert "reconstructed from the note" in table and "measured" in table and "9528" in table
+    assert "code reconstructed" in table and "measured" in table and "9528" in table
+    assert re.search(r"step 2: input=3345 \[derived\]", table)
+    assert re.search(r"step 1: input=2083 \[recorded\]", table)
 
 
 def test_replay_model_cuts_at_stop_sequences_and_runs_out_clearly():

@@ -5,8 +5,15 @@ import json
 import pytest
 
 from course.agents.evaluation import Flag
-from course.agents.traces import RECORDINGS_DIR, Run, TraceError, TraceStep, save_run
-from widgets.trace_stepper import TraceStepper, prompt_tokens_figure
+from course.agents.traces import (
+    RECORDINGS_DIR,
+    Run,
+    TraceError,
+    TraceStep,
+    prompt_tokens_figure,
+    save_run,
+)
+from widgets.trace_stepper import TraceStepper
 
 RECORDINGS = RECORDINGS_DIR
 
@@ -14,13 +21,13 @@ RECORDINGS = RECORDINGS_DIR
 def three_steps() -> Run:
     return Run("find it", "m", [
         TraceStep(1, thought="look", code="print(web_search(query='a'))", observation="first page",
-             input_tokens=100, output_tokens=5, measured_input_tokens=90, measured_output_tokens=4),
+             figures="recorded", input_tokens=100, output_tokens=5, measured_input_tokens=90, measured_output_tokens=4),
         TraceStep(2, thought="again", code="print(web_search(query='b'))", observation="second page",
-             error="ValueError: boom", input_tokens=150, output_tokens=6, measured_input_tokens=140,
+             figures="recorded", error="ValueError: boom", input_tokens=150, output_tokens=6, measured_input_tokens=140,
              measured_output_tokens=5),
-        TraceStep(3, thought="done", code="final_answer('x')", observation="x", input_tokens=210,
+        TraceStep(3, thought="done", code="final_answer('x')", observation="x", figures="recorded", input_tokens=210,
              output_tokens=7, is_final_answer=True, measured_input_tokens=190, measured_output_tokens=6),
-    ], tools=["web_search"], final_answer="x", title="demo", source="recorded")
+    ], tools=["web_search"], final_answer="x", title="demo", source="reconstructed")
 
 
 def test_stepping_forward_and_back_changes_what_is_shown():
@@ -57,7 +64,7 @@ def test_code_is_highlighted_and_text_view_matches():
     stepper = TraceStepper(three_steps(), flags=[])
     assert "<span style=" in stepper.view.value  # pygments inline colours
     text = stepper.step_text(2)
-    assert text.startswith("step 2 of 3 [measured]") or text.startswith("step 2 of 3 [")
+    assert text.startswith("step 2 of 3 [code: reconstructed; figures: recorded]")
     assert "error:\nValueError: boom" in text and "flags: none" in text
 
 
@@ -77,7 +84,10 @@ def test_plot_and_widget():
     assert "application/vnd.jupyter.widget-view+json" in bundle and "step 1 of 3" in bundle["text/plain"]
     fig = prompt_tokens_figure([three_steps()])
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert labels == ["demo: recorded", "demo: measured here"]
+    assert labels == ["demo: recorded", "demo: measured, local tokenizer"]
+    import ipywidgets as w
+
+    assert isinstance(stepper, w.VBox) and stepper.children[0] is stepper.header
 
 
 def test_works_on_a_recorded_file_and_a_saved_live_trace(tmp_path):

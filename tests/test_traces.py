@@ -49,7 +49,8 @@ def test_note_figures_are_in_the_recordings():
     weather = load_run(RECORDINGS / "weather_note.json")
     assert (weather.total_input_tokens, weather.total_output_tokens) == (9528, 225)
     assert [s.input_tokens for s in weather.steps] == [2083, 3345, 4100]
-    assert weather.source == "reconstructed from the note"
+    assert weather.source == "reconstructed"
+    assert [s.figures for s in weather.steps] == ["recorded", "derived", "recorded"]
     bond = load_run(RECORDINGS / "bond_note.json")
     assert (bond.steps[0].input_tokens, bond.steps[0].output_tokens) == (2159, 124)
     bond72 = load_run(RECORDINGS / "bond_reference_72b.json")
@@ -58,7 +59,50 @@ def test_note_figures_are_in_the_recordings():
     debug72 = load_run(RECORDINGS / "debug_reference_72b.json")
     assert [s.input_tokens for s in debug72.steps] == [2059, 4370, 6885]
     assert [s.output_tokens for s in debug72.steps] == [100, 210, 286]
-    assert bond72.source == debug72.source == "recorded"
+    assert bond72.source == debug72.source == "reconstructed"
+    assert bond72.provenance == ("code reconstructed from the published step descriptions; "
+                                 "token figures recorded (published)")
+
+
+# Which parts of each shipped recording the course wrote, and which figures a source published.
+# A figure is "recorded" only if it is one of the published numbers below.
+PUBLISHED_FIGURES = {
+    "weather_note": {2083, 4100},  # note 000 (and the totals 9528 / 225)
+    "bond_note": {2159, 124},
+    "debug_note": set(),
+    "bond_reference_72b": {2152, 5475, 10191, 73, 164, 247},
+    "debug_reference_72b": {2059, 4370, 6885, 100, 210, 286},
+    "bond_ideal_react": set(),
+}
+
+
+def test_a_part_written_by_the_course_is_never_labelled_recorded():
+    for path in sorted(RECORDINGS.glob("*.json")):
+        run = load_run(path)
+        # model outputs: "recorded" is not even a valid label for them
+        assert run.source in ("measured", "reconstructed", "scripted"), path.name
+        if path.stem not in PUBLISHED_FIGURES:
+            assert run.source == "measured" and all(s.figures == "measured" for s in run.steps)
+            continue
+        assert run.source == "reconstructed", path.name  # no source published their code
+        assert "reconstructed" in run.provenance and "recorded" not in run.provenance.split(";")[0]
+        published = PUBLISHED_FIGURES[path.stem]
+        for step in run.steps:
+            figures = {v for v in (step.input_tokens, step.output_tokens) if v is not None}
+            if step.figures == "recorded":
+                assert figures and figures <= published, (path.name, step.number, figures)
+            else:  # a figure the course computed or wrote must not hide among published ones
+                assert not (figures - published) or step.figures == "derived", (
+                    path.name, step.number, step.figures)
+    weather = load_run(RECORDINGS / "weather_note.json")
+    assert weather.steps[1].input_tokens == 9528 - 2083 - 4100 and weather.steps[1].figures == "derived"
+
+
+def test_old_or_unknown_labels_are_refused():
+    data = load_run(RECORDINGS / "bond_note.json").to_dict()
+    data["source"] = "recorded"  # model outputs are never "recorded" here
+    with pytest.raises(TraceError, match="field 'source'"):
+        Run.from_dict(data)
 
 
 def test_debug_script_is_the_published_one():
@@ -130,4 +174,33 @@ def test_conversion_from_a_real_smolagents_run():
     assert [s.code for s in run.steps] == ["print(6 * 7)", "final_answer(42)"]
     assert "42" in run.steps[0].observation and run.steps[1].is_final_answer
     assert run.total_input_tokens == 200 and run.steps[0].figures == "measured"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("latin1.json", b'{"task": "caf\xe9"}', r"latin1\.json: not UTF-8 text \(byte 0xe9"),
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, r"deep\.json: the JSON is nested too deeply"),
+    ("digits.json", b'{"task": "t", "model_id": "m", "steps": [], "total_input_tokens_reported": '
+     + b"9" * 5000 + b"}", r"digits\.json: the JSON holds a value that cannot be read"),
+    ("cut.json", b'{"task": "t", "model_id": ', r"cut\.json: not valid JSON"),
+    ("list.json", b"[1, 2]", r"list\.json: the trace must be a JSON object"),
+])
+def test_hostile_trace_files_give_a_trace_error_naming_the_file(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(TraceError, match=message):
+        load_run(path)
+
+
+def test_a_lone_surrogate_title_and_a_long_trace_still_plot():
+    from matplotlib.ticker import MaxNLocator
+
+    from course.agents.traces import prompt_tokens_figure
+    from course.drawing import figure_png
+
+    steps = [TraceStep(i, input_tokens=1000 + i, figures="measured") for i in range(1, 20_001)]
+    run = Run("t", "m", steps, title="bad \udc80 title")
+    fig = prompt_tokens_figure([run], title=run.title)
+    assert isinstance(fig.axes[0].xaxis.get_major_locator(), MaxNLocator)
+    assert len(fig.axes[0].get_xticks()) < 20  # not one tick per step
+    assert figure_png(fig).startswith(b"\x89PNG")
 

@@ -6,8 +6,10 @@ the new :class:`~course.loop.agent_loop.StopRules`: the loop computes the stop, 
 :class:`~course.loop.agent_loop.LoopRun` (steps, tokens spent so far, the stop step and its reason).
 
 The run is whatever ``run_with`` does with a ``StopRules``: a scripted model through the loop, or a
-recorded run replayed with :func:`course.loop.budgets.replay_recorded_run`. It must be cheap (no
-generation), because it runs on every slider move.
+recorded run replayed with :func:`course.loop.scenarios.replay_recorded_run`. It must be cheap (no
+generation), because it runs on every slider move. The widget is an ``ipywidgets.VBox`` (make it
+the cell's last expression) and shows the run's own ``_repr_html_``: the table, the stop and the
+token unit are the record's, not the widget's.
 
 Works without a browser: set ``widget.max_steps.value = 3`` and read ``widget.run`` or
 ``widget.text()``; that is how the tests drive it. Not handled: live model runs.
@@ -15,15 +17,17 @@ Works without a browser: set ``widget.max_steps.value = 3`` and read ``widget.ru
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 
 from course.loop.agent_loop import LoopRun, StopRules
 
+__all__ = ["BudgetsWidget"]
 
-class BudgetsWidget:
+
+class BudgetsWidget(w.VBox):
     """Sliders for the stop rules of a run; shows where the run stops, why, and the tokens."""
 
     def __init__(
@@ -38,6 +42,7 @@ class BudgetsWidget:
         steps_range: int = 15,
         token_range: int = 20_000,
         cost_range: float = 0.1,
+        **kwargs: Any,
     ) -> None:
         if not callable(run_with):
             raise TypeError("run_with must be a function StopRules -> LoopRun, e.g. "
@@ -56,6 +61,7 @@ class BudgetsWidget:
                                          style=style, layout=layout)
         self.repeat_detection = w.Checkbox(repeat_detection, description="repeat detection")
         self.view = w.HTML()
+        super().__init__([*self.controls, self.view], **kwargs)
         for control in self.controls:
             control.observe(self._changed, names="value")
         self.run: LoopRun = self.update()
@@ -83,45 +89,9 @@ class BudgetsWidget:
         self.run = self.run_with(self.limits())
         prices = (f"<p><small>prices: {self.prices[0]:g} per input token, {self.prices[1]:g} per "
                   "output token</small></p>")
-        self.view.value = render_run(self.run) + prices
+        self.view.value = self.run._repr_html_() + prices
         return self.run
 
     def text(self) -> str:
         """What the widget says, as plain text (the stop line and the steps)."""
         return str(self.run)
-
-    @property
-    def box(self) -> w.VBox:
-        return w.VBox([*self.controls, self.view])
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.box)
-
-
-def render_run(run: LoopRun) -> str:
-    """HTML: one row per step, the stop step highlighted, then the reason and the tokens."""
-    rows = []
-    for step in run.steps:
-        last = step.number == len(run.steps)
-        what = (f"final answer: {step.final_answer}" if step.final_answer is not None
-                else str(step.call) if step.call else step.note)
-        observed = step.observation if step.executed else ("not executed" if step.call else "")
-        style = ' style="background:#fde2e1;font-weight:bold"' if last else ""
-        rows.append(
-            f"<tr{style}><td>{step.number}</td><td><code>{html.escape(what)}</code></td>"
-            f"<td>{html.escape(_short(observed or '', 70))}</td><td>{step.input_tokens}</td>"
-            f"<td>{step.output_tokens}</td><td>{step.total_tokens}</td>"
-            f"<td>{step.total_cost:.4f}</td></tr>")
-    head = ("<tr><th>step</th><th>action</th><th>observation</th><th>in</th><th>out</th>"
-            "<th>tokens so far</th><th>cost so far</th></tr>")
-    return (f"<div><i>{html.escape(run.model_name)}</i><table>{head}{''.join(rows)}</table>"
-            f"<p><b>stops at step {len(run.steps)}: {run.stop_reason}</b> "
-            f"({html.escape(run.stop_detail)}); tokens spent {run.total_tokens}, "
-            f"cost {run.total_cost:.4f}</p></div>")
-
-
-def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."

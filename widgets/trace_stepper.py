@@ -1,16 +1,17 @@
 """A widget to step through an agent trace: code, observation, tokens and flags, one step at a time.
 
-``TraceStepper(trace)`` takes a :class:`~course.agents.traces.Run` (recorded, replayed or live) or the
-path of a saved trace. Previous/next buttons and a slider (range 1..number of steps) choose the
-step; the view shows the step's thought, its code highlighted with pygments, the observation or
-error, the step's input/output tokens and the cumulative input total (recorded and measured
-side by side when the trace has both), and the trajectory flags that concern the step. Under
-it, a matplotlib plot of prompt tokens per step.
+``TraceStepper(trace)`` is an ``ipywidgets.VBox``: make it the cell's last expression. It takes a
+:class:`~course.agents.traces.Run` (reconstructed, replayed or live) or the path of a saved
+trace. Previous/next buttons and a slider choose the step; the view shows the step's thought, its
+code highlighted with pygments, the observation or error, the step's token figures with their
+labels (and the prompt sizes measured here), and the trajectory flags that concern the step.
+Under it, the run's own plot (:meth:`Run.plot <course.agents.traces.Run.plot>`).
 
-The view is computed by plain methods (:meth:`TraceStepper.step_html`,
-:meth:`TraceStepper.step_text`), so it can be tested without a browser; the widget only renders
-them. A trace that is malformed or truncated raises :class:`~course.agents.traces.TraceError` naming the
-field before any widget is built.
+The widget only wires controls to the record: every number comes from the ``Run``
+(``cumulative_input_tokens``, ``cumulative_measured_input_tokens``, ``provenance``), and the
+view is plain methods (:meth:`TraceStepper.step_html`, :meth:`TraceStepper.step_text`) so it
+can be tested without a browser. A trace that is malformed, truncated or empty raises
+:class:`~course.agents.traces.TraceError` naming the problem before any control is built.
 
 Not handled: image observations (shown as their text), editing a trace, live updates while a run
 is going.
@@ -20,24 +21,33 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from pathlib import Path
 from typing import Any
 
+import ipywidgets as w
+
+from course.agents.evaluation import check_trajectory
 from course.agents.traces import Run, TraceError, load_run
+from course.drawing import figure_png
+
+__all__ = ["TraceStepper", "highlight_code"]
 
 
 def _validated(trace: Run | str | Path) -> Run:
     if isinstance(trace, (str, Path)):
-        return load_run(trace)
-    if not isinstance(trace, Run):
-        raise TraceError(f"TraceStepper needs a course.agents.traces.Run or a path to a saved trace, got "
-                         f"{type(trace).__name__}.")
-    run = Run.from_dict(trace.to_dict(), where=trace.title or "trace")  # same checks as a file
+        run = load_run(trace)
+        where = Path(trace).name
+    elif isinstance(trace, Run):
+        run = Run.from_dict(trace.to_dict(), where=trace.title or "trace")  # same checks as a file
+        run = trace
+        where = trace.title or "trace"
+    else:
+        raise TraceError(f"TraceStepper needs a course.agents.traces.Run or a path to a saved "
+                         f"trace, got {type(trace).__name__}.")
     if not run.steps:
-        raise TraceError(f"{trace.title or 'trace'}: field 'steps' is empty: there is nothing to "
-                         "step through.")
-    return trace
+        raise TraceError(f"{where}: field 'steps' is empty: there is nothing to step through. "
+                         "Fix: pass a trace with at least one step.")
+    return run
 
 
 def highlight_code(code: str) -> str:
@@ -50,65 +60,42 @@ def highlight_code(code: str) -> str:
                      HtmlFormatter(noclasses=True, style="default", nowrap=False))
 
 
-def prompt_tokens_figure(runs: list[Run], ax: Any = None, title: str = "Prompt tokens per step"):
-    """A matplotlib figure: input (prompt) tokens per step of each run, recorded and measured."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    else:
-        fig = ax.figure
-    for run in runs:
-        steps = [s.number for s in run.steps]
-        recorded = [s.input_tokens for s in run.steps]
-        measured = [s.measured_input_tokens for s in run.steps]
-        label = run.title or run.task[:30]
-        if any(v is not None for v in recorded):
-            line, = ax.plot(steps, [v if v is not None else float("nan") for v in recorded], "o-",
-                            label=f"{label}: {run.source}")
-            color = line.get_color()
-        else:
-            color = None
-        if any(v is not None for v in measured):
-            ax.plot(steps, [v if v is not None else float("nan") for v in measured], "s--",
-                    color=color, label=f"{label}: measured here")
-    ax.set_xlabel("step")
-    ax.set_ylabel("prompt tokens")
-    ax.set_title(title)
-    ax.set_xticks(sorted({s.number for run in runs for s in run.steps}))
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+def _f(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
-def figure_png(fig: Any, dpi: int = 80) -> bytes:
-    """A matplotlib figure as PNG bytes, closed afterwards (shows the same under any backend)."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
-    return buf.getvalue()
-
-
-class TraceStepper:
+class TraceStepper(w.VBox):
     """Previous/next/slider over the steps of a trace; works for any trace, recorded or live."""
 
-    def __init__(self, trace: Run | str | Path, flags: list | None = None, plot: bool = True):
-        self.run = _validated(trace)
-        if flags is None:
-            from course.agents.evaluation import check_trajectory
-
-            flags = check_trajectory(self.run)
-        self.flags = list(flags)
-        self.n_steps = len(self.run.steps)
+    def __init__(self, trace: Run | str | Path, flags: list | None = None, plot: bool = True,
+                 **kwargs: Any):
+        run = _validated(trace)
+        self.run = run
+        self.flags = list(check_trajectory(run) if flags is None else flags)
+        self.n_steps = len(run.steps)
         self._step = 1
-        self._plot = plot
-        self._widget: Any = None
-        self._build()
+        self.previous_button = w.Button(description="◀ previous", layout=w.Layout(width="110px"))
+        self.next_button = w.Button(description="next ▶", layout=w.Layout(width="110px"))
+        self.slider = w.IntSlider(value=1, min=1, max=self.n_steps, step=1, description="step",
+                                  continuous_update=False)
+        self.view = w.HTML()
+        esc = html.escape
+        self.header = w.HTML(
+            f"<b>{esc(run.title or 'trace')}</b> <i>[{esc(run.source)}]</i> &mdash; "
+            f"{esc(run.model_id)}<br><small>{esc(run.provenance)}</small><br>task: {esc(run.task)}")
+        self.plot_view = w.HTML()
+        if plot:
+            png = base64.b64encode(self.plot_png()).decode("ascii")
+            self.plot_view.value = f"<img src='data:image/png;base64,{png}'/>"
+        self.previous_button.on_click(lambda _: self.previous())
+        self.next_button.on_click(lambda _: self.next())
+        self.slider.observe(self._on_slider, names="value")
+        super().__init__([self.header, w.HBox([self.previous_button, self.slider,
+                                               self.next_button]), self.view, self.plot_view],
+                         **kwargs)
+        self._refresh()
 
-    # ----- navigation (pure Python) -----
+    # ----- navigation -----
     @property
     def step_number(self) -> int:
         """The step shown now (1-based)."""
@@ -135,38 +122,26 @@ class TraceStepper:
         """Flags about step ``number``, plus flags about the whole run (shown on every step)."""
         return [f for f in self.flags if f.step in (None, number)]
 
-    def _tokens(self, number: int) -> dict[str, Any]:
-        i = number - 1
-        step = self.run.steps[i]
-        cumulative = self.run.cumulative_input_tokens[i]
-        measured = [s.measured_input_tokens for s in self.run.steps[: i + 1]]
-        cum_measured = None if None in measured else sum(measured)  # type: ignore[arg-type]
-        return {"input": step.input_tokens, "output": step.output_tokens,
-                "cumulative": cumulative, "label": step.figures,
-                "measured_input": step.measured_input_tokens,
-                "measured_output": step.measured_output_tokens,
-                "measured_cumulative": cum_measured if measured else None}
-
     def token_line(self, number: int | None = None) -> str:
-        """Tokens of a step and the running total, recorded and measured side by side."""
-        t = self._tokens(number or self._step)
-
-        def f(v: Any) -> str:
-            return "-" if v is None else str(v)
-
-        line = (f"{t['label']}: input {f(t['input'])}, output {f(t['output'])}, "
-                f"cumulative input {f(t['cumulative'])}")
-        if t["measured_input"] is not None:
-            line += (f" | measured here: prompt {f(t['measured_input'])}, output "
-                     f"{f(t['measured_output'])}, cumulative {f(t['measured_cumulative'])}")
+        """Tokens of a step and the running total, each figure with its label."""
+        i = (number or self._step) - 1
+        step = self.run.steps[i]
+        line = (f"{step.figures}: input {_f(step.input_tokens)}, output {_f(step.output_tokens)}, "
+                f"cumulative input {_f(self.run.cumulative_input_tokens[i])}")
+        if step.measured_input_tokens is not None:
+            line += (f" | measured here ({self.run.measured_with or 'local tokenizer'}): prompt "
+                     f"{_f(step.measured_input_tokens)}, output {_f(step.measured_output_tokens)}, "
+                     f"cumulative {_f(self.run.cumulative_measured_input_tokens[i])}")
+        if step.qwen_input_tokens is not None:
+            line += f" | measured, Qwen3 tokenizer: prompt {step.qwen_input_tokens}"
         return line
 
     def step_text(self, number: int | None = None) -> str:
         """The view of a step as plain text (what the widget shows, without colours)."""
         number = number or self._step
         step = self.run.steps[number - 1]
-        lines = [f"step {number} of {self.n_steps} [{step.figures}]",
-                 f"thought: {step.thought}", "code:", step.code or "(none)",
+        lines = [f"step {number} of {self.n_steps} [code: {self.run.source}; figures: "
+                 f"{step.figures}]", f"thought: {step.thought}", "code:", step.code or "(none)",
                  "observation:", step.observation or "(none)"]
         if step.error:
             lines += ["error:", step.error]
@@ -180,50 +155,30 @@ class TraceStepper:
         number = number or self._step
         step = self.run.steps[number - 1]
         esc = html.escape
-        pre = "style='white-space:pre-wrap;background:#f6f6f6;padding:6px;max-height:16em;overflow:auto'"
+        pre = ("style='white-space:pre-wrap;background:#f6f6f6;padding:6px;max-height:16em;"
+               "overflow:auto'")
         parts = [
-            f"<b>Step {number} of {self.n_steps}</b> <i>[{esc(step.figures)}]</i>"
-            f"{' &mdash; final answer' if step.is_final_answer else ''}",
+            f"<b>Step {number} of {self.n_steps}</b> <i>[code: {esc(self.run.source)}; figures: "
+            f"{esc(step.figures)}]</i>{' &mdash; final answer' if step.is_final_answer else ''}",
             f"<div><b>Thought:</b> {esc(step.thought) or '-'}</div>",
             "<div><b>Code</b></div>" + highlight_code(step.code),
             f"<div><b>Observation</b></div><pre {pre}>{esc(step.observation) or '(none)'}</pre>",
         ]
         if step.error:
-            parts.append(f"<div style='color:#b00'><b>Error:</b> <pre {pre}>{esc(step.error)}</pre></div>")
+            parts.append(f"<div style='color:#b00'><b>Error:</b> <pre {pre}>{esc(step.error)}"
+                         "</pre></div>")
         parts.append(f"<div><b>Tokens</b> &mdash; {esc(self.token_line(number))}</div>")
         flags = self.flags_for(number)
         flag_html = "".join(f"<li style='color:#b00'>{esc(str(f))}</li>" for f in flags)
-        parts.append("<div><b>Flags</b>: " + (f"<ul>{flag_html}</ul>" if flags else "none") + "</div>")
+        parts.append("<div><b>Flags</b>: " + (f"<ul>{flag_html}</ul>" if flags else "none")
+                     + "</div>")
         return "\n".join(parts)
 
     def plot_png(self) -> bytes:
-        """The prompt-tokens-per-step plot of this trace as PNG bytes."""
-        fig = prompt_tokens_figure([self.run], title=f"Prompt tokens per step: {self.run.title}")
-        return figure_png(fig)
+        """The run's prompt-tokens-per-step plot as PNG bytes."""
+        return figure_png(self.run.plot())
 
-    # ----- the widget -----
-    def _build(self) -> None:
-        import ipywidgets as w
-
-        self.previous_button = w.Button(description="◀ previous", layout=w.Layout(width="110px"))
-        self.next_button = w.Button(description="next ▶", layout=w.Layout(width="110px"))
-        self.slider = w.IntSlider(value=1, min=1, max=self.n_steps, step=1, description="step",
-                                  continuous_update=False)
-        self.view = w.HTML()
-        header = (f"<b>{html.escape(self.run.title or 'trace')}</b> <i>[{html.escape(self.run.source)}]"
-                  f"</i> &mdash; {html.escape(self.run.model_id)}<br>task: {html.escape(self.run.task)}")
-        self.header = w.HTML(header)
-        self.plot_view = w.HTML()
-        if self._plot:
-            png = base64.b64encode(self.plot_png()).decode("ascii")
-            self.plot_view.value = f"<img src='data:image/png;base64,{png}'/>"
-        self.previous_button.on_click(lambda _: self.previous())
-        self.next_button.on_click(lambda _: self.next())
-        self.slider.observe(self._on_slider, names="value")
-        self._widget = w.VBox([self.header, w.HBox([self.previous_button, self.slider,
-                                                    self.next_button]), self.view, self.plot_view])
-        self._refresh()
-
+    # ----- wiring -----
     def _on_slider(self, change: dict) -> None:
         self._step = int(change["new"])
         self._refresh()
@@ -233,13 +188,8 @@ class TraceStepper:
         self.previous_button.disabled = self._step <= 1
         self.next_button.disabled = self._step >= self.n_steps
 
-    @property
-    def widget(self):
-        """The ipywidgets VBox to display."""
-        return self._widget
-
     def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = self._widget._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
         if isinstance(bundle, dict):
             bundle["text/plain"] = self.step_text()
         return bundle

@@ -3,5 +3,6 @@
 - :mod:`.traces`: ``Run`` / ``TraceStep``, a trace as data, loaded from and saved to JSON.
 - :mod:`.offline_tools`: the offline web-search and image tools the runs call.
 - :mod:`.replay`: a recorded run replayed through the real smolagents ``CodeAgent``.
-- :mod:`.evaluation`: trajectory checks that flag what a final answer hides.
+- :mod:`.evaluation`: trajectory checks that flag what a final answer hides; runs side by side.
+- :mod:`.live`: the three tasks run live with the active agent model (measured).
 """

@@ -12,7 +12,9 @@ the trajectory passes):
   ``additional_args``), but no step executed that code (or an edited version of it) before
   the final answer.
 
-:func:`check_trajectory` runs all three. The checks read what the steps' code does from its
+:func:`check_trajectory` runs all three; :class:`RunComparison` puts several runs side by side
+(steps, figures with their labels, tools called, script runs, flags) as a record that renders
+itself. The checks read what the steps' code does from its
 syntax tree (a call inside a string is not a call) and read facts from observations with small
 regular expressions. What they do not do: judge whether an answer is true, understand topics
 beyond the cue words and fact patterns listed here, or replace reading the trace.
@@ -21,11 +23,30 @@ beyond the cue words and fact patterns listed here, or replace reading the trace
 from __future__ import annotations
 
 import ast
+import html
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from course.agents.traces import Run
+
+__all__ = [
+    "CHECKS",
+    "RELEVANCE_CUES",
+    "Flag",
+    "RunComparison",
+    "SourceFacts",
+    "check_trajectory",
+    "executes_script",
+    "facts_in",
+    "merged_contradictions",
+    "relevant_tool_never_called",
+    "relevant_tools",
+    "run_instruction_ignored",
+    "script_runs",
+    "sources_in",
+]
 
 RELEVANCE_CUES: dict[str, tuple[str, ...]] = {
     "web_search": ("current", "latest", "today", "now", "recent", "news", "weather"),
@@ -216,3 +237,70 @@ CHECKS: tuple[Callable[[Run], list[Flag]], ...] = (
 def check_trajectory(run: Run) -> list[Flag]:
     """All flags of all checks for ``run`` (an empty list: the trajectory passes)."""
     return [flag for check in CHECKS for flag in check(run)]
+
+
+@dataclass
+class RunComparison:
+    """Runs side by side: one row per run with its provenance, figures, tools and flags."""
+
+    runs: dict[str, Run] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per run: label, who wrote the outputs, steps, tokens, tools, script runs, flags."""
+        out = []
+        for label, run in self.runs.items():
+            out.append({
+                "run": label, "outputs": run.source, "figures": "/".join(run.figure_labels) or "-",
+                "steps": len(run.steps), "input": run.total_input_tokens,
+                "output": run.total_output_tokens,
+                "measured prompt": run.cumulative_measured_input_tokens[-1] if run.steps else None,
+                "qwen prompt": _sum_or_none([s.qwen_input_tokens for s in run.steps]),
+                "tools": [n for n in run.tool_names_called() if n != "final_answer"],
+                "script runs": script_runs(run),
+                "flags": [f.check for f in check_trajectory(run)],
+            })
+        return out
+
+    def row(self, label: str) -> dict[str, Any]:
+        """The row of the run called ``label``."""
+        return next(r for r in self.rows if r["run"] == label)
+
+    def __str__(self) -> str:
+        lines = []
+        for r in self.rows:
+            ran = f"; ran the script in step {r['script runs']}" if r["script runs"] else ""
+            lines.append(
+                f"{r['run']}: outputs={r['outputs']} figures={r['figures']} steps={r['steps']} "
+                f"input={_dash(r['input'])} output={_dash(r['output'])} "
+                f"measured_prompt={_dash(r['measured prompt'])} qwen_prompt={_dash(r['qwen prompt'])}"
+                f" tools={','.join(r['tools']) or '-'}{ran}; flags="
+                f"{', '.join(r['flags']) or 'none'}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in (
+            "run", "model outputs", "figures", "steps", "input", "output", "prompt measured here",
+            "prompt, Qwen3 tokenizer", "tools called", "ran the script", "flags"))
+        body = ""
+        for r in self.rows:
+            flags = ", ".join(r["flags"])
+            cells = [r["run"], r["outputs"], r["figures"], r["steps"], _dash(r["input"]),
+                     _dash(r["output"]), _dash(r["measured prompt"]), _dash(r["qwen prompt"]),
+                     ", ".join(r["tools"]) or "-",
+                     ", ".join(map(str, r["script runs"])) or "-"]
+            body += ("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                     + f"<td style='color:{'#b00' if flags else '#070'}'>"
+                     f"{html.escape(flags or 'no flags')}</td></tr>")
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _sum_or_none(values: list[int | None]) -> int | None:
+    return None if not values or None in values else sum(values)  # type: ignore[arg-type]

@@ -45,6 +45,8 @@ from typing import Any, ClassVar
 
 from smolagents import Tool
 
+__all__ = ["CORPUS_PATH", "IMAGE_TOOL_NAMES", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage", "load_corpus", "make_tools", "query_words"]
+
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "data" / "search_corpus.json"
 STOP_WORDS = frozenset(
     "a an and are at by for from in is it me my of on or the to what which who with".split()

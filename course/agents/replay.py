@@ -1,30 +1,19 @@
 """Replay a recorded agent run through the real smolagents ``CodeAgent``.
 
 :class:`ReplayModel` is a smolagents ``Model`` whose ``generate`` returns the recorded model
-outputs one step at a time, instead of sampling from a network. Everything else is real: the
-``CodeAgent`` builds its prompt (system prompt with the tool list, the task, every earlier step),
-parses the ``<code>`` block out of the returned text, and its own Python executor runs that code
-against the tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default).
-The observations, errors and final answer of a replay are therefore computed here, not recorded.
+outputs one step at a time, instead of sampling. Everything else is real: the ``CodeAgent``
+builds its prompt (system prompt with the tool list, the task, every earlier step), parses the
+``<code>`` block out of the returned text, and its own Python executor runs that code against the
+tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default). The
+observations and errors of a replay are computed here; the model outputs (and so the final
+answers they contain) keep the recording's label, usually *reconstructed*.
 
 While replaying, the model measures the prompt smolagents actually sends at each step: the
-messages are flattened the way smolagents' chat models flatten them, rendered with the chat
-template of the tokenizer at hand (the bundled SmolLM2 tokenizer by default) and counted. Those
-counts are labelled "measured"; the recording's own token figures stay "recorded" (or
-"reconstructed from the note"), side by side in the returned trace.
-
-API:
-
-- ``ReplayModel(outputs, model_id="replay", tokenizer=None)``: ``.prompt_tokens`` and
-  ``.output_tokens`` (measured per call), ``.prompts`` (rendered prompt texts), ``.position``.
-- ``replay_run(recording, tools=None, tokenizer="local", verbosity_level=-1) -> Replay``: run the
-  recording's task (with its ``additional_args``) through a fresh ``CodeAgent``.
-- ``Replay``: ``.trace`` (a :class:`~course.agents.traces.Run`: code, observations and errors from
-  this execution; recorded figures in ``input_tokens``/``output_tokens``; measured ones in
-  ``measured_input_tokens``/``measured_output_tokens``), ``.answer``, ``.agent``, ``.tools``,
-  ``.model``; ``.token_table()`` prints recorded vs measured per step.
-- ``local_tokenizer()``: the tokenizer of the active model, without loading its weights when the
-  bundled model is active.
+messages are flattened the way smolagents' chat models flatten them, rendered with a chat
+template and counted, once with the active model's tokenizer (the bundled SmolLM2 one by
+default) and once with the Qwen tokenizer when the course cache has it (the vocabulary and chat
+template of the notes' models). Both counts are *measured*; the recording's figures keep their
+own labels, side by side in the returned trace.
 
 Not handled: streaming, planning steps, tool-calling (JSON) agents, multi-agent runs. A replay
 that asks for more steps than were recorded raises :class:`ReplayExhausted`, which the agent
@@ -49,6 +38,9 @@ from smolagents.monitoring import TokenUsage
 
 from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
+
+__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "qwen_tokenizer",
+           "render_agent_prompt", "replay_run"]
 
 
 class ReplayExhausted(RuntimeError):
@@ -75,6 +67,18 @@ def local_tokenizer():
     return load_local_model().tokenizer
 
 
+def qwen_tokenizer() -> tuple[Any, str]:
+    """``(tokenizer, note)``: the Qwen tokenizer from the course cache, or ``(None, why not)``."""
+    try:
+        from course.assets import qwen_tokenizer as load
+    except ImportError:
+        return None, "Qwen tokenizer not available in this version of course.assets"
+    try:
+        return load(), "Qwen3 tokenizer"
+    except Exception as err:  # AssetError with the fix, or a broken cache
+        return None, f"Qwen tokenizer not prepared ({str(err).splitlines()[0]})"
+
+
 def render_agent_prompt(messages: list[ChatMessage | dict], tokenizer: Any) -> str:
     """The text a chat model would receive for smolagents' ``messages`` (template applied)."""
     clean = get_clean_message_list(
@@ -90,7 +94,7 @@ class ReplayModel(Model):
     """A smolagents Model that returns recorded outputs in order and measures each prompt."""
 
     def __init__(self, outputs: list[str], model_id: str = "replay", tokenizer: Any = None,
-                 **kwargs: Any):
+                 qwen: Any = None, **kwargs: Any):
         super().__init__(model_id=model_id, **kwargs)
         if not outputs or not all(isinstance(o, str) and o.strip() for o in outputs):
             raise ValueError("ReplayModel needs a non-empty list of non-empty model outputs.")
@@ -100,11 +104,14 @@ class ReplayModel(Model):
         self.prompts: list[str] = []
         self.prompt_tokens: list[int | None] = []
         self.output_tokens: list[int | None] = []
+        self.qwen = qwen
+        self.qwen_prompt_tokens: list[int | None] = []
 
-    def _count(self, text: str) -> int | None:
-        if self.tokenizer is None:
+    def _count(self, text: str, tokenizer: Any = "self") -> int | None:
+        tokenizer = self.tokenizer if tokenizer == "self" else tokenizer
+        if tokenizer is None:
             return None
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
+        return len(tokenizer.encode(text, add_special_tokens=False))
 
     def generate(self, messages: list[ChatMessage | dict], stop_sequences: list[str] | None = None,
                  response_format: dict[str, str] | None = None,
@@ -123,6 +130,9 @@ class ReplayModel(Model):
         prompt_tokens = self._count(prompt) if self.tokenizer is not None else None
         output_tokens = self._count(content or "")
         self.prompt_tokens.append(prompt_tokens)
+        self.qwen_prompt_tokens.append(
+            self._count(render_agent_prompt(messages, self.qwen), self.qwen)
+            if self.qwen is not None else None)
         self.output_tokens.append(output_tokens)
         usage = TokenUsage(input_tokens=prompt_tokens or 0, output_tokens=output_tokens or 0)
         return ChatMessage(role=MessageRole.ASSISTANT, content=content, token_usage=usage)
@@ -140,32 +150,18 @@ class Replay:
     tools: dict[str, Tool] = field(default_factory=dict)
 
     def token_table(self) -> str:
-        """Per step: the recording's figures and the prompt measured here, side by side."""
-        label = self.recording.source
-        lines = [f"{'step':>4}  {'input (' + label + ')':>34}  {'output':>7}  "
-                 f"{'prompt (measured here)':>22}  {'output (measured)':>17}"]
-        for step in self.trace.steps:
-            lines.append(
-                f"{step.number:>4}  {_fmt(step.input_tokens):>34}  {_fmt(step.output_tokens):>7}  "
-                f"{_fmt(step.measured_input_tokens):>22}  {_fmt(step.measured_output_tokens):>17}")
-        measured = [s.measured_input_tokens for s in self.trace.steps]
-        total_measured = sum(measured) if measured and None not in measured else None
-        lines.append(f"{'all':>4}  {_fmt(self.trace.total_input_tokens):>34}  "
-                     f"{_fmt(self.trace.total_output_tokens):>7}  {_fmt(total_measured):>22}")
-        return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else str(value)
+        """Per step: the recording's figures and the prompts measured here (see ``Run.token_table``)."""
+        return self.trace.token_table()
 
 
 def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any = "local",
-               verbosity_level: int = -1, **agent_kwargs: Any) -> Replay:
+               verbosity_level: int = -1, qwen: Any = "cache", **agent_kwargs: Any) -> Replay:
     """Run ``recording.task`` through a real ``CodeAgent`` whose model replays the recording.
 
     ``tools`` default to the offline tools named in ``recording.tools``. ``tokenizer="local"``
-    measures prompts with :func:`local_tokenizer`; pass ``None`` to skip measuring. The agent
-    may run at most as many steps as were recorded.
+    measures prompts with :func:`local_tokenizer`; pass ``None`` to skip measuring.
+    ``qwen="cache"`` also counts them with the Qwen tokenizer when it is prepared (``None``
+    skips it). The agent may run at most as many steps as were recorded.
     """
     if not isinstance(recording, Run):
         raise TypeError(f"replay_run needs a course.agents.traces.Run, got {type(recording).__name__}; "
@@ -174,20 +170,35 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
         raise TraceError("field 'steps' is empty: there is nothing to replay.")
     tokenizer = local_tokenizer() if tokenizer == "local" else tokenizer
     tools = tools if tools is not None else make_tools(recording.tools)
-    model = ReplayModel(recording.model_outputs(), model_id=recording.model_id, tokenizer=tokenizer)
+    qwen = qwen_tokenizer()[0] if qwen == "cache" else qwen
+    model = ReplayModel(recording.model_outputs(), model_id=recording.model_id, tokenizer=tokenizer,
+                        qwen=qwen)
     agent = CodeAgent(tools=tools, model=model, max_steps=len(recording.steps),
                       verbosity_level=verbosity_level, **agent_kwargs)
     answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
-    trace = run_from_smolagents(agent, task=recording.task, figures=recording.source,
+    trace = run_from_smolagents(agent, task=recording.task, source=recording.source,
                                 model_id=recording.model_id, title=recording.title)
     for i, step in enumerate(trace.steps):
         step.measured_input_tokens = step.input_tokens if tokenizer is not None else None
         step.measured_output_tokens = step.output_tokens if tokenizer is not None else None
+        step.qwen_input_tokens = model.qwen_prompt_tokens[i] if i < len(model.qwen_prompt_tokens) else None
         recorded = recording.steps[i] if i < len(recording.steps) else None
         step.input_tokens = recorded.input_tokens if recorded else None
         step.output_tokens = recorded.output_tokens if recorded else None
+        step.figures = recorded.figures if recorded else "measured"
     trace.total_input_tokens_reported = recording.total_input_tokens_reported
     trace.total_output_tokens_reported = recording.total_output_tokens_reported
     trace.notes = recording.notes
     trace.additional_args = dict(recording.additional_args)
+    trace.source_detail = recording.source_detail
+    trace.measured_with = _tokenizer_name(tokenizer)
     return Replay(recording, trace, answer, agent, model, {t.name: t for t in tools})
+
+
+def _tokenizer_name(tokenizer: Any) -> str:
+    """A short name for the tokenizer that measured a replay's prompts."""
+    if tokenizer is None:
+        return ""
+    name = str(getattr(tokenizer, "name_or_path", "") or "")
+    base = name.rstrip("/").split("/")[-1] or type(tokenizer).__name__
+    return f"{base} tokenizer"

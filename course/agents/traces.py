@@ -1,37 +1,21 @@
 """Traces of agent runs: what the model wrote, what ran, what came back, and what it cost.
 
 A :class:`Run` is a task, the model that worked on it, the tools it had, and its
-:class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool calls
-the code makes, the observation the runtime appended, the error if any, and the step's input and
-output tokens, with a label saying where those figures come from (``figures``).
+:class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool
+calls the code makes, the observation the runtime appended, the error if any, and token figures.
+Traces are saved as JSON and loaded back with checks that name the file and the field.
 
-API (stable; later chapters import it):
+Provenance is kept per part, because the parts of one trace often come from different places:
+``Run.source`` says who wrote the model outputs (``measured``: a model ran here; ``reconstructed``:
+the course wrote them from a description, ``Run.source_detail`` says which; ``scripted``), and
+each step's ``figures`` says where its token figures come from (``recorded``: published by the
+source; ``derived``: computed from recorded figures; ``measured``; ``scripted``).
+``Run.provenance`` puts both into one sentence. Prompt sizes that a replay measures here are kept
+apart, with the tokenizer that counted them (``measured_input_tokens`` with the active model's
+tokenizer, ``qwen_input_tokens`` with the Qwen tokenizer).
 
-- ``TraceStep(number, thought="", code="", tool_calls=[], observation="", error=None,
-  input_tokens=None, output_tokens=None, duration_s=None, figures="measured",
-  model_output="", is_final_answer=False, measured_input_tokens=None,
-  measured_output_tokens=None)``
-- ``ToolCall(name, arguments)``: one call of a tool found in a step's code.
-- ``Run(task, model_id, steps, tools=[], final_answer=None, source="measured", title="",
-  additional_args={}, total_input_tokens_reported=None, total_output_tokens_reported=None,
-  notes="")``; properties ``total_input_tokens``, ``total_output_tokens``,
-  ``cumulative_input_tokens``, ``prompt_tokens``; methods ``to_dict()``, ``from_dict(d)``,
-  ``model_outputs()``, ``tool_names_called()``, ``summary()``, ``_repr_html_()``.
-- ``save_run(run, path)``, ``load_run(path)``, ``run_from_json(text, where="")``: JSON on disk.
-  A malformed or truncated file raises :class:`TraceError` naming the field and the fix.
-- ``run_from_smolagents(agent, task=None, figures="measured", model_id=None, title="")``:
-  convert ``agent.memory.steps`` after any live or replayed run.
-- ``tool_calls_in_code(code, tool_names)``: the tool calls a code action makes (read from its
-  syntax tree; calls inside strings do not count).
-- ``split_thought_and_code(text)``: split a CodeAgent model output into thought and code.
-- ``FIGURE_LABELS``: the allowed ``figures`` / ``source`` labels.
-
-Labels: ``"measured"`` (counted on this machine), ``"recorded"`` (published figures of a run
-we cannot repeat here), ``"reconstructed from the note"`` (steps written from a course note's
-description, with its figures), ``"written for the course"`` (an ideal trajectory).
-
-What this module does not do: run agents (see :mod:`course.agents.replay`), judge trajectories (see
-:mod:`course.agents.evaluation`), or keep images (an image observation is kept as its text summary).
+Not handled here: running agents (:mod:`course.agents.replay`), judging trajectories
+(:mod:`course.agents.evaluation`), images (an image observation is kept as its text summary).
 """
 
 from __future__ import annotations
@@ -44,10 +28,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course.drawing import safe_text
 from course.tools.calls import ToolCall
 
-FIGURE_LABELS = ("measured", "recorded", "reconstructed from the note", "written for the course")
-TRACE_FORMAT_VERSION = 1
+__all__ = [
+    "FIGURE_LABELS", "OUTPUT_LABELS", "RECORDINGS_DIR", "Run", "TraceError", "TraceStep",
+    "content_text", "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents",
+    "save_run", "split_thought_and_code", "tool_calls_in_code",
+]
+
+FIGURE_LABELS = ("measured", "recorded", "derived", "reconstructed", "scripted")
+"""Where a step's token figures come from (the course's provenance words)."""
+OUTPUT_LABELS = ("measured", "reconstructed", "scripted")
+"""Who wrote a run's model outputs: a model here, the course from a description, or a script."""
+TRACE_FORMAT_VERSION = 2
 
 
 RECORDINGS_DIR = Path(__file__).resolve().parents[1] / "data" / "recordings"
@@ -76,6 +70,7 @@ class TraceStep:
     is_final_answer: bool = False
     measured_input_tokens: int | None = None
     measured_output_tokens: int | None = None
+    qwen_input_tokens: int | None = None
 
     def tool_names(self) -> list[str]:
         """Names of the tools this step's code calls, in order."""
@@ -97,6 +92,39 @@ class Run:
     total_input_tokens_reported: int | None = None
     total_output_tokens_reported: int | None = None
     notes: str = ""
+    source_detail: str = ""
+    measured_with: str = ""
+
+    # ----- provenance -----
+    @property
+    def figure_labels(self) -> list[str]:
+        """The distinct labels of the steps' token figures, in step order."""
+        labels: list[str] = []
+        for step in self.steps:
+            if (step.input_tokens is not None or step.output_tokens is not None) and \
+                    step.figures not in labels:
+                labels.append(step.figures)
+        return labels
+
+    @property
+    def provenance(self) -> str:
+        """Who wrote the model outputs and where the token figures come from, in one sentence."""
+        outputs = {"measured": "model outputs measured (a model ran)",
+                   "scripted": "model outputs scripted"}.get(self.source, "code reconstructed")
+        if self.source == "reconstructed":
+            outputs += f" {self.source_detail}" if self.source_detail else ""
+        figures = self.figure_labels
+        if not figures:
+            tokens = "no token figures published" if self.source == "reconstructed" else "no token figures"
+        else:
+            parts = []
+            for label in figures:
+                numbers = [s.number for s in self.steps if s.figures == label and
+                           (s.input_tokens is not None or s.output_tokens is not None)]
+                where = "" if len(figures) == 1 else (" (step " + ", ".join(map(str, numbers)) + ")")
+                parts.append({"recorded": "recorded (published)"}.get(label, label) + where)
+            tokens = "token figures " + " and ".join(parts)
+        return f"{outputs}; {tokens}"
 
     # ----- figures -----
     @property
@@ -130,6 +158,42 @@ class Run:
             out.append(total)
         return out
 
+    @property
+    def cumulative_measured_input_tokens(self) -> list[int | None]:
+        """Running total of the prompt sizes measured here (None once a step has none)."""
+        out: list[int | None] = []
+        total: int | None = 0
+        for step in self.steps:
+            value = step.measured_input_tokens
+            total = None if total is None or value is None else total + value
+            out.append(total)
+        return out
+
+    def token_rows(self) -> list[dict[str, Any]]:
+        """Per step: the figures with their label, and the prompt sizes measured here."""
+        return [{"step": s.number, "input": s.input_tokens, "output": s.output_tokens,
+                 "figures": s.figures, "measured prompt": s.measured_input_tokens,
+                 "measured output": s.measured_output_tokens, "qwen prompt": s.qwen_input_tokens}
+                for s in self.steps]
+
+    def token_table(self) -> str:
+        """The :meth:`token_rows` as plain lines, one ``name=value`` field per column."""
+        lines = [f"{self.title or 'run'}: {self.provenance}"
+                 + (f"; measured with {self.measured_with}" if self.measured_with else "")]
+        for row in self.token_rows():
+            lines.append(f"  step {row['step']}: input={_fmt(row['input'])} [{row['figures']}] "
+                         f"output={_fmt(row['output'])} | measured here: "
+                         f"prompt={_fmt(row['measured prompt'])} output={_fmt(row['measured output'])}"
+                         f" qwen_prompt={_fmt(row['qwen prompt'])}")
+        total_measured = self.cumulative_measured_input_tokens[-1] if self.steps else None
+        lines.append(f"  all: input={_fmt(self.total_input_tokens)} output="
+                     f"{_fmt(self.total_output_tokens)} | measured prompt={_fmt(total_measured)}")
+        return "\n".join(lines)
+
+    def plot(self, ax: Any = None):
+        """Prompt tokens per step of this run (see :func:`prompt_tokens_figure`)."""
+        return prompt_tokens_figure([self], ax=ax, title=f"Prompt tokens per step: {self.title}")
+
     def model_outputs(self) -> list[str]:
         """The raw model output of every step, in order (what a replay returns)."""
         return [s.model_output or _join_thought_and_code(s.thought, s.code) for s in self.steps]
@@ -143,6 +207,7 @@ class Run:
         tin, tout = self.total_input_tokens, self.total_output_tokens
         lines = [
             f"{self.title or 'run'} [{self.source}] model: {self.model_id}",
+            f"provenance: {self.provenance}",
             f"task: {self.task.splitlines()[0] if self.task else ''}",
             f"steps: {len(self.steps)}; tools called: {', '.join(self.tool_names_called()) or 'none'}",
             f"tokens: {tin if tin is not None else '?'} in / {tout if tout is not None else '?'} out",
@@ -163,7 +228,8 @@ class Run:
         )
         return (
             f"<b>{html.escape(self.title or 'run')}</b> <i>[{html.escape(self.source)}]</i> "
-            f"{html.escape(self.model_id)}<br>task: {html.escape(self.task)}<br>"
+            f"{html.escape(self.model_id)}<br><small>{html.escape(self.provenance)}</small><br>"
+            f"task: {html.escape(self.task)}<br>"
             "<table><tr><th>step</th><th>tools</th><th>input tokens</th><th>output tokens</th>"
             f"<th>measured prompt</th><th></th></tr>{rows}</table>"
             f"final answer: {html.escape(str(self.final_answer))}"
@@ -200,6 +266,8 @@ _RUN_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "total_input_tokens_reported": ((int, type(None)), False),
     "total_output_tokens_reported": ((int, type(None)), False),
     "notes": (str, False),
+    "source_detail": (str, False),
+    "measured_with": (str, False),
 }
 _STEP_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "number": (int, True),
@@ -216,6 +284,7 @@ _STEP_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "is_final_answer": (bool, False),
     "measured_input_tokens": ((int, type(None)), False),
     "measured_output_tokens": ((int, type(None)), False),
+    "qwen_input_tokens": ((int, type(None)), False),
 }
 
 
@@ -271,7 +340,7 @@ def _run_from_dict(data: Any, where: str = "") -> Run:
             raise TraceError(f"{prefix}field '{path}.figures' is {figures!r}; it must be one of "
                              f"{list(FIGURE_LABELS)}.")
         for name in ("input_tokens", "output_tokens", "measured_input_tokens",
-                     "measured_output_tokens"):
+                     "measured_output_tokens", "qwen_input_tokens"):
             if raw.get(name) is not None and raw[name] < 0:
                 raise TraceError(f"{prefix}field '{path}.{name}' is negative ({raw[name]}).")
         if raw["number"] != i + 1:
@@ -280,9 +349,9 @@ def _run_from_dict(data: Any, where: str = "") -> Run:
         kwargs = {k: v for k, v in raw.items() if k != "tool_calls"}
         steps.append(TraceStep(tool_calls=calls, **kwargs))
     source = data.get("source", "measured")
-    if source not in FIGURE_LABELS:
+    if source not in OUTPUT_LABELS:
         raise TraceError(f"{prefix}field 'source' is {source!r}; it must be one of "
-                         f"{list(FIGURE_LABELS)}.")
+                         f"{list(OUTPUT_LABELS)} (who wrote the model outputs).")
     if not all(isinstance(t, str) for t in data.get("tools", [])):
         raise TraceError(f"{prefix}field 'tools' must be a list of tool names (strings).")
     kwargs = {k: v for k, v in data.items() if k not in ("steps", "format_version")}
@@ -306,6 +375,13 @@ def run_from_json(text: str, where: str = "") -> Run:
         raise TraceError(f"{prefix}not valid JSON ({err.msg} at line {err.lineno}, column "
                          f"{err.colno}); the file may be truncated. Fix: re-save the trace with "
                          "course.agents.traces.save_run().") from err
+    except RecursionError as err:
+        raise TraceError(f"{prefix}the JSON is nested too deeply to be a trace (a trace is at "
+                         "most 4 levels deep). Fix: re-save the trace with "
+                         "course.agents.traces.save_run().") from err
+    except ValueError as err:  # e.g. an integer with more digits than Python converts
+        raise TraceError(f"{prefix}the JSON holds a value that cannot be read ({err}). Fix: "
+                         "correct that value or re-save the trace.") from err
     return _run_from_dict(data, where)
 
 
@@ -315,7 +391,13 @@ def load_run(path: str | Path) -> Run:
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file. Fix: check the path "
                          f"({RECORDINGS_DIR} holds the shipped ones).")
-    return run_from_json(path.read_text(encoding="utf-8"), where=str(path.name))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise TraceError(f"{path.name}: not UTF-8 text (byte {err.object[err.start]:#04x} at "
+                         f"offset {err.start}). Fix: save traces with "
+                         "course.agents.traces.save_run(), which writes UTF-8.") from err
+    return run_from_json(text, where=str(path.name))
 
 
 # ----- code actions -----
@@ -379,17 +461,20 @@ def content_text(content: Any) -> str:
 
 
 def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "measured",
-                        model_id: str | None = None, title: str = "") -> Run:
+                        model_id: str | None = None, title: str = "",
+                        source: str = "measured") -> Run:
     """Convert a smolagents agent's memory (``agent.memory.steps``) into a :class:`Run`.
 
     Token figures come from each step's ``token_usage`` (what the model object reported);
-    ``figures`` labels them. Tool calls are read from each step's code; planning steps are
+    ``figures`` labels them and ``source`` labels the model outputs. Tool calls are read from each step's code; planning steps are
     skipped. Works after ``agent.run(...)`` for a live model or a replay.
     """
     from smolagents.memory import ActionStep, TaskStep
 
     if figures not in FIGURE_LABELS:
         raise TraceError(f"figures={figures!r}: must be one of {list(FIGURE_LABELS)}.")
+    if source not in OUTPUT_LABELS:
+        raise TraceError(f"source={source!r}: must be one of {list(OUTPUT_LABELS)}.")
     tool_names = [name for name in getattr(agent, "tools", {}) if name != "final_answer"]
     all_tools = [*tool_names, "final_answer"]
     steps: list[TraceStep] = []
@@ -434,7 +519,7 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
         steps=steps,
         tools=tool_names,
         final_answer=final_answer,
-        source=figures,
+        source=source,
         title=title,
     )
 
@@ -455,3 +540,46 @@ def _describe_output(value: Any) -> str | None:
     except ImportError:  # pragma: no cover - pillow comes with smolagents
         pass
     return str(value)
+
+
+# ----- figures -----
+def prompt_tokens_figure(runs: list[Run], ax: Any = None, title: str = "Prompt tokens per step"):
+    """A matplotlib figure: prompt tokens per step of each run, each series with its label.
+
+    For every run: its token figures (labelled as the steps say), the prompt measured here with
+    the run's ``measured_with`` tokenizer, and the prompt counted with the Qwen tokenizer.
+    Long runs get automatic integer ticks, not one tick per step.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    else:
+        fig = ax.figure
+    nan = float("nan")
+    for run in runs:
+        steps = [s.number for s in run.steps]
+        label = safe_text(run.title or run.task[:30])
+        color = None
+        series = [
+            ([s.input_tokens for s in run.steps], "o-", "/".join(run.figure_labels) or "figures"),
+            ([s.measured_input_tokens for s in run.steps], "s--",
+             f"measured, {run.measured_with or 'local tokenizer'}"),
+            ([s.qwen_input_tokens for s in run.steps], "^:", "measured, Qwen3 tokenizer"),
+        ]
+        for values, style, what in series:
+            if any(v is not None for v in values):
+                line, = ax.plot(steps, [nan if v is None else v for v in values], style,
+                                color=color, label=safe_text(f"{label}: {what}"),
+                                markersize=4 if len(steps) < 200 else 0)
+                color = line.get_color()
+    ax.set_xlabel("step")
+    ax.set_ylabel("prompt tokens")
+    ax.set_title(safe_text(title))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=12))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,7 +1,9 @@
 """Chapter 03, the agent loop (notebook ``03_agent_loop``; note 000).
 
 - :mod:`.agent_loop`: ``run_loop`` with its stop rules (``StopRules``), ``StepDecision``, ``LoopStep``.
-- :mod:`.budgets`: the same stop rules in smolagents (a step callback) and LangGraph.
+- :mod:`.budget_guard`: the same stop rules in smolagents (``max_steps`` plus a step callback).
+- :mod:`.budget_graph`: the same stop rules in LangGraph (``recursion_limit``, a budget in state).
+- :mod:`.scenarios`: runs to apply the rules to (a scripted stuck agent, recorded runs replayed).
 - :mod:`.failures`: the failure table, one runnable demonstration per row.
 - :mod:`.reliability`: reliability multiplies over steps, and what recovery buys.
 - :mod:`.pipelines`: when not to use an agent: a pipeline and an agent on one task, measured.

@@ -21,8 +21,9 @@ observation, like any other result.
 
 What this loop does not do: parse free text from a real model (a policy turns model output into
 a :class:`StepDecision`), run tools in a sandbox, or trim the context (see the memory chapters).
-Token counts default to a rough word-and-punctuation count; pass ``count_tokens`` (for example
-the local model's tokenizer) for real counts.
+Token counts default to a rough word-and-punctuation count, and every run says so: its
+``token_unit`` is printed wherever its numbers appear. Pass ``count_tokens`` (for example a
+model's tokenizer) with a ``token_unit`` naming it for real counts.
 """
 
 from __future__ import annotations
@@ -37,6 +38,27 @@ from typing import Any, Protocol
 
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolRegistry
+
+__all__ = [
+    "APPROXIMATE_UNIT",
+    "NOT_EXECUTED",
+    "IdealBondTrajectory",
+    "LoopRun",
+    "LoopState",
+    "LoopStep",
+    "Model",
+    "ScriptedModel",
+    "StepDecision",
+    "StopReason",
+    "StopRules",
+    "approximate_token_count",
+    "as_registry",
+    "count_messages",
+    "describe_result",
+    "keep_recent",
+    "run_loop",
+    "system_prompt",
+]
 
 # --------------------------------------------------------------------------------------------
 # Records
@@ -163,6 +185,7 @@ class LoopRun:
     stop_reason: StopReason
     stop_detail: str
     plan_history: list[tuple[str, ...]] = field(default_factory=list)
+    token_unit: str = "tokens"
 
     @property
     def final_answer(self) -> str | None:
@@ -193,7 +216,7 @@ class LoopRun:
         cost = f", cost {self.total_cost:.4f}" if self.total_cost else ""
         return (f"stopped: {self.stop_reason} after {len(self.steps)} step(s) ({self.stop_detail});"
                 f" tokens {self.total_tokens} (in {self.input_tokens}, out {self.output_tokens})"
-                f"{cost}")
+                f"{cost} [unit: {self.token_unit}]")
 
     def __str__(self) -> str:
         lines = [f"task: {self.task}", f"model: {self.model_name}"]
@@ -206,13 +229,20 @@ class LoopRun:
             f"<tr><td>{s.number}</td><td>{html.escape(s.thought)}</td>"
             f"<td><code>{html.escape(str(s.call) if s.call else '')}</code></td>"
             f"<td>{html.escape(_short(s.observation or s.final_answer or s.note, 120))}</td>"
-            f"<td>{s.input_tokens}</td><td>{s.output_tokens}</td><td>{s.total_tokens}</td></tr>"
+            f"<td>{s.input_tokens}</td><td>{s.output_tokens}</td><td>{s.total_tokens}</td>"
+            f"<td>{s.total_cost:.4f}</td></tr>"
             for s in self.steps
         )
+        last = len(self.steps)
+        rows = rows.replace(f"<tr><td>{last}</td>",
+                            f"<tr style='background:#fde2e1;font-weight:bold'><td>{last}</td>", 1) \
+            if last else rows
         return (f"<p><b>{html.escape(self.task)}</b> &middot; {html.escape(self.model_name)}</p>"
                 "<table><tr><th>step</th><th>thought</th><th>action</th><th>observation</th>"
-                f"<th>in</th><th>out</th><th>total</th></tr>{rows}</table>"
-                f"<p>{html.escape(self.summary())}</p>")
+                "<th>in</th><th>out</th><th>total so far</th><th>cost so far</th></tr>"
+                f"{rows}</table><p><b>stops at step {last}: {self.stop_reason}</b> "
+                f"({html.escape(self.stop_detail)}); tokens spent {self.total_tokens}, cost "
+                f"{self.total_cost:.4f} <i>[unit: {html.escape(self.token_unit)}]</i></p>")
 
 
 @dataclass
@@ -264,6 +294,9 @@ class ScriptedModel:
 
 # --------------------------------------------------------------------------------------------
 # Tools
+
+
+APPROXIMATE_UNIT = "word-and-punctuation count, not a tokenizer"
 
 
 def approximate_token_count(text: str) -> int:
@@ -330,12 +363,16 @@ def run_loop(
     count_tokens: Callable[[str], int] = approximate_token_count,
     plan: Sequence[str] | None = None,
     compact: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    token_unit: str | None = None,
 ) -> LoopRun:
     """Run decide -> call -> observe until a stop rule fires; always return the full trace.
 
     ``compact`` (optional) rewrites the messages before each model call (the "compact state"
-    remedy for cost); the trace keeps the full history.
+    remedy for cost); the trace keeps the full history. ``token_unit`` names what
+    ``count_tokens`` counts (default: the word-and-punctuation count, or "tokens").
     """
+    if token_unit is None:
+        token_unit = APPROXIMATE_UNIT if count_tokens is approximate_token_count else "tokens"
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string. Fix: say what the agent should do.")
     limits = limits or StopRules()
@@ -353,7 +390,8 @@ def run_loop(
     model_name = getattr(model, "name", type(model).__name__)
 
     def finish(reason: StopReason, detail: str) -> LoopRun:
-        return LoopRun(task, model_name, limits, steps, messages, reason, detail, plan_history)
+        return LoopRun(task, model_name, limits, steps, messages, reason, detail, plan_history,
+                       token_unit)
 
     for number in range(1, limits.max_steps + 1):
         visible = compact(list(messages)) if compact else messages

@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from course.agents.offline_tools import make_tools
 from course.loop.agent_loop import (
     LoopRun,
     LoopState,
@@ -34,7 +35,11 @@ from course.loop.agent_loop import (
     keep_recent,
     run_loop,
 )
+from course.loop.scenarios import stuck_search_model
 from course.tools.calls import ToolCall
+from course.tools.examples import get_weather
+
+__all__ = ["ConversionAgent", "FailureDemo", "Inventory", "all_demos", "audit_observations", "demo_cost", "demo_error_accumulation", "demo_fabricated_results", "demo_looping", "demo_prompt_injection", "demo_silent_side_effects", "demo_wrong_arguments", "exchange_rate", "multiply", "reference_rate"]
 
 GUARDED_AGENTS_NOTEBOOK = "04_guarded_agents.ipynb"
 
@@ -59,22 +64,7 @@ class FailureDemo:
 # Small deterministic tools
 
 
-WEATHER = {"Paris": (14, "partly cloudy"), "Berlin": (9, "rain"), "Madrid": (21, "clear sky")}
-
-
-def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> str:
-    """Current weather for a city.
-
-    Args:
-        city: the city name, e.g. "Paris".
-        units: "metric" (°C) or "imperial" (°F).
-    """
-    if city not in WEATHER:
-        return f"no weather data for {city!r}"
-    celsius, sky = WEATHER[city]
-    if units == "imperial":
-        return f"{city}: {round(celsius * 9 / 5 + 32)} °F, {sky}"
-    return f"{city}: {celsius} °C, {sky}"
+# get_weather is chapter 01's canonical example tool (course.tools.examples).
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,8 +155,6 @@ def demo_fabricated_results() -> FailureDemo:
 
 def demo_looping(tools: list[Any] | None = None, max_steps: int = 8) -> FailureDemo:
     """The stuck search agent with and without repeat detection."""
-    from course.agents.offline_tools import make_tools
-    from course.loop.budgets import stuck_search_model
 
     tools = tools or make_tools(["web_search"])
     task = "What is the current weather in Paris?"
@@ -296,22 +284,26 @@ def demo_prompt_injection() -> FailureDemo:
 
 
 def demo_cost(count_tokens: Callable[[str], int] = approximate_token_count,
-              tools: list[Any] | None = None, keep_steps: int = 1) -> FailureDemo:
-    """Tokens per step with the full context vs compact state, same scripted run."""
-    from course.agents.offline_tools import make_tools
-    from course.loop.budgets import stuck_search_model
+              tools: list[Any] | None = None, keep_steps: int = 1,
+              token_unit: str | None = None) -> FailureDemo:
+    """Tokens per step with the full context vs compact state, same scripted run.
+
+    ``token_unit`` names what ``count_tokens`` counts (default: the word-and-punctuation count).
+    """
 
     tools = tools or make_tools(["web_search"])
     task = "What is the current weather in Paris?"
     limits = StopRules(max_steps=12, repeat_detection=False)
-    full = run_loop(task, stuck_search_model(), tools, limits, count_tokens=count_tokens)
+    full = run_loop(task, stuck_search_model(), tools, limits, count_tokens=count_tokens,
+                    token_unit=token_unit)
     compact = run_loop(task, stuck_search_model(), tools, limits, count_tokens=count_tokens,
-                       compact=lambda m: keep_recent(m, keep_steps))
+                       compact=lambda m: keep_recent(m, keep_steps), token_unit=token_unit)
     saved = 1 - compact.input_tokens / full.input_tokens
     outcome = [f"full context, input tokens per step:  {[s.input_tokens for s in full.steps]}",
                f"compact state, input tokens per step: {[s.input_tokens for s in compact.steps]}",
                f"input tokens: {full.input_tokens} -> {compact.input_tokens} "
-               f"({saved:.0%} fewer); same answer: {full.final_answer == compact.final_answer}"]
+               f"({saved:.0%} fewer); same answer: {full.final_answer == compact.final_answer}",
+               f"unit: {full.token_unit}"]
     return FailureDemo("cost", "every step re-reads the whole context",
                        "compact state, shared-prefix caching, small models for routing",
                        outcome, {"full": full, "compact": compact})

@@ -1,15 +1,18 @@
 """When not to use an agent: the same task as a fixed pipeline and as an agent loop, measured.
 
 The task is *classify -> route* a support ticket to one of three departments. The pipeline
-makes one model call (a choice among the three labels, read from the model's next-token
-probabilities) and routes in code. The agent gets a ``route_to``
-tool and decides, step by step in :func:`course.loop.agent_loop.run_loop`, what to do; its text is parsed
-into calls by :class:`LocalModelPolicy`. Both use the real local model with the same sampling
-settings, and :func:`compare` measures per run: model calls, input and output tokens, wall
-time, and the outcome (the department the ticket reached, or none), over repeated runs.
+makes one model call (a choice among the three labels, read from the next-token probabilities
+of the probe model, :func:`course.models.probe_model`, which is loaded in the kernel) and routes
+in code. The agent gets a ``route_to`` tool and decides, step by step in
+:func:`course.loop.agent_loop.run_loop`, what to do: its model is the agent model
+(:func:`course.models.chat_model`: the kernel's model, or a server) and its text is parsed into
+calls by :class:`ChatModelPolicy`. Both sample at the same temperature, and :func:`compare`
+measures per run: model calls, input and output tokens (the unit is named), wall time, and the
+outcome (the department the ticket reached, or none), over repeated runs.
 
-What this module does not do: make the small model good at either (its outputs are shown as
-they are), or choose the task for you; a pipeline wins when the steps are known in advance.
+What this module does not do: make a small model good at either (its outputs are shown as
+they are), seed a server's sampling, or choose the task for you; a pipeline wins when the steps
+are known in advance.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from course.loop.agent_loop import LoopState, StepDecision, StopRules, run_loop
+from course.models import agent_is_local, agent_tokenizer, chat_model, text_generation_pipeline
 from course.tools.calls import ToolCall
 
 DEPARTMENTS = ("billing", "shipping", "technical")
@@ -41,14 +47,8 @@ class Attempt:
     output_tokens: int
     seconds: float
     outputs: list[str] = field(default_factory=list)  # the model's raw texts
-
-
-def _generate(local: Any, messages: list[dict], max_new_tokens: int, sample: bool,
-              temperature: float) -> tuple[str, int, int]:
-    """The model's reply with its input and output token counts (its own tokenizer)."""
-    kwargs = {"do_sample": True, "temperature": temperature, "top_p": 0.95} if sample else {}
-    text = local.generate(messages, max_new_tokens=max_new_tokens, **kwargs)
-    return text, local.count_tokens(local.render_chat(messages)), local.count_tokens(text)
+    model: str = ""  # which model made the calls
+    token_unit: str = ""  # what the token figures count
 
 
 def parse_department(text: str) -> str | None:
@@ -74,8 +74,6 @@ def label_scores(local: Any, ticket: str) -> dict[str, float]:
     The pipeline constrains the model's job to a choice among three labels; the probabilities
     are renormalised over the three first tokens.
     """
-    import torch
-
     prompt = local.render_chat(classify_prompt(ticket))
     ids = local.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
     with torch.no_grad():
@@ -93,8 +91,6 @@ def run_pipeline(local: Any, ticket: str = TICKET, sample: bool = True,
     With ``sample`` the label is drawn from the model's probabilities sharpened by
     ``temperature`` (as the agent samples its text); otherwise the most probable label.
     """
-    import torch
-
     start = time.perf_counter()
     scores = label_scores(local, ticket)
     tokens_in = local.count_tokens(local.render_chat(classify_prompt(ticket)))
@@ -105,7 +101,8 @@ def run_pipeline(local: Any, ticket: str = TICKET, sample: bool = True,
         department = max(scores, key=scores.get)
     shown = ", ".join(f"{d} {p:.2f}" for d, p in scores.items())
     return Attempt("pipeline", department, 1, tokens_in, 1, time.perf_counter() - start,
-                   [f"label probabilities: {shown} -> {department}"])
+                   [f"label probabilities: {shown} -> {department}"],
+                   f"probe model {local.short_name}", f"{local.short_name} tokenizer")
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,23 +116,36 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
+__all__ = ["AGENT_INSTRUCTIONS", "DEPARTMENTS", "EXPECTED", "TICKET", "Attempt", "ChatModelPolicy",
+           "Comparison", "agent_chat", "classify_prompt", "compare", "label_scores",
+           "outputs_seen", "parse_department", "run_agent", "run_pipeline"]
+
 _CALL = re.compile(r"route_to\s*\(\s*(?:department\s*=\s*)?[\"']?(\w+)", re.I)
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.I | re.S)
 
 
-class LocalModelPolicy:
-    """Turns the local model's text into loop decisions; records what it really wrote.
+def agent_chat(max_new_tokens: int = 16, sample: bool = True, temperature: float = 0.7) -> Any:
+    """The agent model as a LangChain chat model with this comparison's sampling settings."""
+    if agent_is_local():
+        extra = {"do_sample": True, "temperature": temperature, "top_p": 0.95} if sample else {}
+        return chat_model(pipeline=text_generation_pipeline(max_new_tokens=max_new_tokens, **extra))
+    return chat_model(max_tokens=max_new_tokens, temperature=temperature if sample else 0)
+
+
+class ChatModelPolicy:
+    """Turns the agent model's text into loop decisions; records what it really wrote.
 
     ``CALL route_to(department=X)`` becomes a tool call, ``ANSWER: ...`` a final answer;
     anything else is a step with no action (the loop tells the model so). Tool messages are
-    given to the model as user turns starting with "Observation:".
+    given to the model as user turns starting with "Observation:". Tokens: the usage the model
+    reports when it does (a server), else the agent tokenizer over the chat template.
     """
 
-    def __init__(self, local: Any, max_new_tokens: int = 16, sample: bool = True,
-                 temperature: float = 0.7) -> None:
-        self.local, self.max_new_tokens = local, max_new_tokens
-        self.sample, self.temperature = sample, temperature
-        self.name = f"local model ({getattr(local, 'name', 'transformers')})"
+    def __init__(self, chat: Any, count: Any = None, unit: str = "") -> None:
+        self.chat_model = chat
+        tokenizer, label = (count, unit) if count is not None else agent_tokenizer()
+        self.tokenizer, self.token_unit = tokenizer, label
+        self.name = f"agent model ({type(chat).__name__})"
         self.outputs: list[str] = []
 
     def chat(self, state: LoopState) -> list[dict[str, str]]:
@@ -147,24 +157,36 @@ class LocalModelPolicy:
                 chat.append({"role": message["role"], "content": message["content"]})
         return chat
 
+    def _count(self, messages: list[dict[str, str]], text: str) -> tuple[int, int]:
+        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                    add_generation_prompt=True)
+        return (len(self.tokenizer.encode(prompt, add_special_tokens=False)),
+                len(self.tokenizer.encode(text, add_special_tokens=False)))
+
     def __call__(self, state: LoopState) -> StepDecision:
-        text, tokens_in, tokens_out = _generate(self.local, self.chat(state), self.max_new_tokens,
-                                                self.sample, self.temperature)
+        messages = self.chat(state)
+        reply = self.chat_model.invoke([(m["role"], m["content"]) for m in messages])
+        text = reply.content if isinstance(reply.content, str) else str(reply.content)
+        usage = getattr(reply, "usage_metadata", None) or {}
+        if usage.get("input_tokens"):
+            tokens_in, tokens_out = usage["input_tokens"], usage.get("output_tokens", 0)
+            self.token_unit = "tokens as the server reported them"
+        else:
+            tokens_in, tokens_out = self._count(messages, text)
         self.outputs.append(text)
         answer = _ANSWER.search(text)
         call = _CALL.search(text)
         if call and not (answer and answer.start() < call.start()):
             return StepDecision(text, ToolCall("route_to", {"department": call.group(1).lower()}),
-                            input_tokens=tokens_in, output_tokens=tokens_out)
+                                input_tokens=tokens_in, output_tokens=tokens_out)
         if answer:
             return StepDecision("", final_answer=answer.group(1).strip(), input_tokens=tokens_in,
-                            output_tokens=tokens_out)
+                                output_tokens=tokens_out)
         return StepDecision(text, input_tokens=tokens_in, output_tokens=tokens_out)
 
 
-def run_agent(local: Any, ticket: str = TICKET, max_steps: int = 3, sample: bool = True,
-              temperature: float = 0.7, max_new_tokens: int = 16) -> Attempt:
-    """The agent loop over the local model with a ``route_to`` tool; at most ``max_steps`` calls."""
+def run_agent(chat: Any, ticket: str = TICKET, max_steps: int = 3) -> Attempt:
+    """The agent loop over ``chat`` (a LangChain chat model) with a ``route_to`` tool."""
     routed: list[str] = []
 
     def route_to(department: str) -> str:
@@ -178,13 +200,15 @@ def run_agent(local: Any, ticket: str = TICKET, max_steps: int = 3, sample: bool
         routed.append(department)
         return f"ticket routed to {department}"
 
-    policy = LocalModelPolicy(local, max_new_tokens, sample, temperature)
+    policy = chat if isinstance(chat, ChatModelPolicy) else ChatModelPolicy(chat)
+    policy.outputs = []
     start = time.perf_counter()
     run = run_loop(f"Route this ticket: {ticket}", policy, [route_to],
-                   StopRules(max_steps=max_steps))
+                   StopRules(max_steps=max_steps), token_unit=policy.token_unit)
     outcome = routed[-1] if routed else "not routed"
     return Attempt("agent", outcome, run.model_calls, run.input_tokens, run.output_tokens,
-                   time.perf_counter() - start, policy.outputs)
+                   time.perf_counter() - start, list(policy.outputs), policy.name,
+                   policy.token_unit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,22 +237,34 @@ class Comparison:
             "correct": sum(a.outcome == self.expected for a in runs),
         }
 
+    KEYS = ("runs", "model calls per run", "max model calls", "tokens per run",
+            "seconds per run", "distinct outcomes", "distinct trajectories", "outcomes", "correct")
+
     def table(self) -> str:
-        """The measured figures, one row per figure, one column per approach."""
+        """The measured figures as ``approach: figure=value`` lines, with models and token units."""
+        lines = []
+        for name, runs in self.attempts.items():
+            first = runs[0]
+            lines.append(f"{name} [measured] model: {first.model}; tokens: {first.token_unit}")
+            for key in self.KEYS:
+                value = self.figures(name)[key]
+                lines.append(f"  {key} = {value:.1f}" if isinstance(value, float)
+                             else f"  {key} = {value}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
         names = list(self.attempts)
-        rows = [("figure (measured)", *names)]
-        keys = ["runs", "model calls per run", "max model calls", "tokens per run",
-                "seconds per run", "distinct outcomes", "distinct trajectories", "outcomes",
-                "correct"]
-        for key in keys:
+        head = "<tr><th>figure (measured)</th>" + "".join(f"<th>{n}</th>" for n in names) + "</tr>"
+        body = ""
+        for key in self.KEYS:
             cells = []
             for name in names:
                 value = self.figures(name)[key]
                 cells.append(f"{value:.1f}" if isinstance(value, float) else str(value))
-            rows.append((key, *cells))
-        width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True))
-                         for r in rows)
+            body += f"<tr><td>{key}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        units = "; ".join(f"{n}: {self.attempts[n][0].model}, {self.attempts[n][0].token_unit}"
+                          for n in names)
+        return f"<table>{head}{body}</table><p><small>{units}</small></p>"
 
     def note_table(self) -> str:
         """The course note's comparison table, with the cost and predictability rows measured."""
@@ -257,26 +293,26 @@ class Comparison:
                          for i, r in enumerate(rows))
 
 
-def compare(local: Any, runs: int = 3, ticket: str = TICKET, seed: int = 0,
+def compare(probe: Any, chat: Any = None, runs: int = 3, ticket: str = TICKET, seed: int = 0,
             agent_steps: int = 2, max_new_tokens: int = 12,
             run_pipeline_fn: Callable[..., Attempt] = run_pipeline,
             run_agent_fn: Callable[..., Attempt] = run_agent) -> Comparison:
     """Run both approaches ``runs`` times each (sampling seeded per run) and collect figures.
 
-    Kept small on purpose (a CPU laptop): the agent gets ``agent_steps`` model calls of at most
-    ``max_new_tokens`` tokens each.
+    ``probe`` is the in-kernel model whose next-token scores the pipeline reads; ``chat`` the
+    agent model (default: :func:`agent_chat` with ``max_new_tokens``). Kept small on purpose (a
+    CPU laptop): the agent gets ``agent_steps`` model calls of at most ``max_new_tokens`` tokens.
     """
-    import torch
-
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}.")
+    policy = chat if chat is not None and not hasattr(chat, "invoke") else ChatModelPolicy(
+        chat if chat is not None else agent_chat(max_new_tokens))
     attempts: dict[str, list[Attempt]] = {"pipeline": [], "agent": []}
     for i in range(runs):
         torch.manual_seed(seed + i)
-        attempts["pipeline"].append(run_pipeline_fn(local, ticket))
+        attempts["pipeline"].append(run_pipeline_fn(probe, ticket))
         torch.manual_seed(seed + i)
-        attempts["agent"].append(run_agent_fn(local, ticket, max_steps=agent_steps,
-                                              max_new_tokens=max_new_tokens))
+        attempts["agent"].append(run_agent_fn(policy, ticket, max_steps=agent_steps))
     return Comparison(attempts)
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["Simulation", "chain_success", "chain_success_with_recovery", "plot_success_curves", "simulate_chain", "step_success_with_recovery", "success_curves"]
+
 
 def _check(p: float, n: int, retries: int = 0) -> None:
     if not 0.0 <= p <= 1.0:
