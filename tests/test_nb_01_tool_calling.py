@@ -1,39 +1,84 @@
-"""The tool-calling notebook: the lesson-carrying outputs, asserted by cell id."""
+"""The tool-calling notebook: the lesson-carrying values, parsed from the outputs by cell id."""
 
+import json
 import re
+
+import pytest
 
 NOTEBOOK = "01_tool_calling.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
+def _field(text: str, label: str) -> str:
+    match = re.search(rf"^{re.escape(label)}\s*(.*)$", text, re.M)
+    assert match, f"no line starting with {label!r} in:\n{text}"
+    return match.group(1)
+
+
+def test_probe_model_is_named(run):
+    assert re.match(r"probe model: \S+", run.text("setup"))
+
+
 def test_schema_from_typed_function_and_prompt(run):
-    assert '"enum": ["metric", "imperial"]' in run.text("schemas")
-    assert '"additionalProperties": false' in run.text("registry")
+    schema = json.loads(_field(run.text("schemas"), "LangChain:"))
+    assert schema["properties"]["units"]["enum"] == ["metric", "imperial"]
+    assert schema["required"] == ["city"]
+    registered = json.loads(run.text("registry"))
+    assert registered["function"]["parameters"]["additionalProperties"] is False
     prompt = run.text("prompt")
-    assert '"name": "get_weather"' in prompt and "<|im_start|>assistant" in prompt
-    assert "parsed as:" in run.text("free-reply")
+    assert '"name": "get_weather"' in prompt and "What's the weather in Berlin?" in prompt
+
+
+def test_qwen_template_renders_the_tools_and_special_tokens(run):
+    text = run.text("qwen-prompt")
+    if "Qwen tokenizer not prepared" in text:
+        pytest.skip("the Qwen tokenizer asset is not prepared on this machine")
+    assert "<tools>" in text and '"name": "get_weather"' in text and "<tool_call>" in text
+    ids = run.text("qwen-special-tokens")
+    special = eval(_field(ids, "special tokens as ids:"))  # a dict literal printed by the cell
+    assert special == {"<|im_start|>": 151644, "<|im_end|>": 151645,
+                       "<tool_call>": 151657, "</tool_call>": 151658}
+    in_prompt = eval(re.search(r"special ids in it, in order: (\[.*\])", ids).group(1))
+    assert in_prompt[:1] == [151644] and in_prompt[-1] == 151644  # system ... assistant turn
+    assert 151657 in in_prompt  # the format example in the system text uses the special token
+    assert eval(_field(ids, "'<tools>' as Qwen tokens:")) == ["<", "tools", ">"]
+    call = run.text("qwen-call")
+    assert "parsed as: call get_weather(" in call and '"city": "Berlin"' in call
+    assert _field(call, "the registry runs it:") == "Berlin: 9 °C, rain"
 
 
 def test_constrained_call_is_parsed_and_executed(run):
-    assert "parsed as: call get_weather(" in run.text("constrained-call")
+    parsed = _field(run.text("constrained-call"), "parsed as:")
+    assert parsed.startswith("call get_weather(")
+    arguments = json.loads(parsed[len("call get_weather("):-1])
+    assert isinstance(arguments["city"], str) and arguments["units"] in ("metric", "imperial")
     text = run.text("tool-message")
-    assert "'role': 'tool', 'name': 'get_weather'" in text and "model continues:" in text
+    assert "'role': 'tool', 'name': 'get_weather'" in text
+    figures = eval(_field(text, "figures in the tool result:"))
+    repeated = eval(_field(text, "of those, in the model's answer:"))
+    answer = _field(text, "model continues:")
+    assert set(repeated) <= set(figures) and all(f in answer for f in repeated)
 
 
 def test_validation_errors_are_caught_before_execution(run):
     text = run.text("validation")
-    assert text.count("[invalid_arguments]") == 4
+    statuses = re.findall(r"-> \[(\w+)\]", text)
+    assert statuses == ["invalid_arguments"] * 4
     for words in ["'kelvin' is not one of ['metric', 'imperial']",
                   "missing required argument 'city'", "unexpected argument(s) 'country'",
                   "42 is not of type 'string'"]:
         assert words in text
-    assert "times the function ran: 0" in text
+    assert int(_field(text, "times the function ran:")) == 0
 
 
-def test_disabled_tool_is_unreachable(run):
+def test_registered_but_disabled_tool_is_enabled_by_configuration(run):
     text = run.text("single-door")
-    assert "registered: ['debug_dump', 'divide', 'get_weather']" in text
-    assert "tools the model is shown: ['divide', 'get_weather']" in text
-    assert "debug_dump -> Tool 'debug_dump' is not allowed" in text
+    assert eval(_field(text, "registered:")) == ["debug_dump", "divide", "get_weather"]
+    assert eval(_field(text, "allowed before configuration:")) == ["get_weather"]
+    assert _field(text, "divide before ->") == "not_allowed"
+    assert eval(_field(text, "enabled by tools.json :")) == ["divide", "get_weather"]
+    assert eval(_field(text, "tools the model is shown:")) == ["divide", "get_weather"]
+    assert float(_field(text, "divide after ->")) == 0.25
+    assert "is not allowed" in _field(text, "debug_dump ->")
     errors = run.text("tool-error")
     assert "ToolError (a refusal): Tool 'debug_dump' is not allowed" in errors
     assert "the bug surfaced: ZeroDivisionError" in errors and "status=bug, is_bug=True" in errors
@@ -41,51 +86,82 @@ def test_disabled_tool_is_unreachable(run):
 
 def test_refusal_strings_name_what_was_blocked(run):
     text = run.text("refusal-strings")
+    found = dict(re.findall(r"^[\w ()]+ \[(\w+)\]: (.*)$", text, re.M))
     for status, words in [("unknown_tool", "'delete_everything' does not exist"),
                           ("not_allowed", "'debug_dump' is not allowed"),
                           ("invalid_arguments", "'units': 'kelvin'"),
                           ("oversized_arguments", "too large"),
                           ("subject_not_permitted", "'guest' may not use critical tools"),
                           ("needs_confirmation", "'cancel_order' is critical and needs confirmation")]:
-        assert f"[{status}]: " in text and words in text
-    silence = run.text("silence-vs-refusal")
-    assert silence.count("model replied:") == 2 and "tool said ''" in silence
+        assert words in found[status], (status, found.get(status))
+
+
+def test_empty_result_vs_refusal_counted_over_n_replies(run):
+    from course.tools.empty_result import claims_success
+
+    text = run.text("silence-vs-refusal")
+    blocks = re.split(r"^(?=empty tool result:|refusal string:)", text, flags=re.M)[1:]
+    assert len(blocks) == 2
+    for block in blocks:
+        claimed, n = map(int, re.search(r"replies claiming success: (\d+)/(\d+)", block).groups())
+        rows = re.findall(r"^\s+\[\s*(claims success|no claim)\] (.*)$", block, re.M)
+        assert n == 6 and len(rows) == 6
+        assert claimed == sum(label == "claims success" for label, _ in rows)
+        for label, reply in rows:  # the label is the rule applied to the shown reply
+            assert claims_success(eval(reply)) == (label == "claims success")
+    assert "tool said ''" in blocks[0]
 
 
 def test_gateway_audit_records(run):
     text = run.text("gateway")
     assert "Subject 'guest' may not use write tools" in text
     assert "a human approves c" in text and "order O-3 cancelled" in text
-    lines = [line.split() for line in text.splitlines() if line.startswith("#") and line[1:2].isdigit()]
+    lines = [line.split() for line in text.splitlines() if re.match(r"#\d", line)]
     assert [(r[1], r[2], r[3], r[4]) for r in lines] == [
         ("guest", "get_weather", "read", "allowed"),
         ("guest", "update_address", "write", "refused"),
         ("agent:support", "cancel_order", "critical", "needs_confirmation"),
         ("agent:support", "cancel_order", "critical", "confirmed")]
     flag = run.text("flag-only")
-    assert "returned to the model: None" in flag and "audit records for O-4: []" in flag
-    assert "pending confirmation requests for O-4: []" in flag
-    assert "the gateway instead: needs_confirmation" in flag
+    assert _field(flag, "returned to the model:") == "None"
+    assert _field(flag, "audit records for O-4:") == "[]"
+    assert _field(flag, "pending confirmation requests for O-4:") == "[]"
+    assert _field(flag, "the gateway instead:") == "needs_confirmation"
+
+
+def test_deterministic_veto_in_the_gateway(run):
+    text = run.text("veto")
+    statuses = re.findall(r"-> \[(\w+)\]", text)
+    assert statuses == ["ok", "vetoed", "ok", "vetoed"]
+    assert "400 EUR is over the 100 EUR limit" in text and "'XX' is not a country" in text
+    assert eval(_field(text, "decisions:")) == ["allowed", "vetoed", "allowed", "vetoed"]
 
 
 def test_deterministic_sales_and_unbacked_answer(run):
+    from course.tools.sales import numbers_backed_by_tool
+
     text = run.text("sales")
-    assert '"revenue": "231.60"' in text and "identical on a second run: True" in text
+    facts = json.loads(text.splitlines()[0])
+    assert facts["revenue"] == "231.60" and facts["category"] == "coffee"
+    assert _field(text, "identical on a second run:") == "True"
     assert "Unknown category 'cofee'" in text
     unbacked = run.text("unbacked")
+    no_tool = eval(_field(unbacked, "model without the tool:"))
     first, second = re.findall(r"backed by a tool result: (\(.*\))", unbacked)
-    no_tool = re.search(r"model without the tool: (.*)", unbacked).group(1)
-    if re.search(r"\d", no_tool):
-        assert first.startswith("(False")
-    assert second == "(True, [])"
+    assert eval(first) == numbers_backed_by_tool(no_tool, [])  # the flag is the rule applied
+    assert eval(second) == (True, [])
 
 
 def test_catalogue_and_recall(run):
     from course.tools.catalogue import ToolRetriever, build_catalogue, recall_at_k
 
-    assert "122 tools in the catalogue" in run.text("catalogue")
+    text = run.text("catalogue")
+    tools, tokens, window = map(int, re.search(
+        r"(\d+) tools in the catalogue: (\d+) prompt tokens .*: (\d+) tokens", text).groups())
+    assert tools == 122 and tokens > 3000 and window > 0
     recall, _ = recall_at_k(ToolRetriever(build_catalogue()), k=5)
-    assert f"recall@5 = {recall:.2f} on 44 labelled requests" in run.text("recall")
+    shown = re.search(r"recall@5 = (\d\.\d\d) on (\d+) labelled requests", run.text("recall"))
+    assert float(shown.group(1)) == round(recall, 2) and int(shown.group(2)) == 44
     text = run.text("find-vs-database")
     assert "'limit': 500 is greater than the maximum of 5" in text
     assert "would run SQL: DROP TABLE customers" in text
@@ -93,31 +169,41 @@ def test_catalogue_and_recall(run):
 
 def test_validity_rates_free_vs_constrained(run):
     text = run.text("validity")
-    free = re.search(r"free \(schema in the prompt\): (\d+)/50 valid", text)
-    assert free and 0 <= int(free.group(1)) <= 50
-    assert "constrained: 50/50 valid = 100%" in text
+    free = int(re.search(r"free \(schema in the prompt\): (\d+)/50 valid", text).group(1))
+    constrained = int(re.search(r"^constrained: (\d+)/50 valid", text, re.M).group(1))
+    assert constrained == 50  # the format is guaranteed
+    assert free < 48  # the bundled model is far below the note's 95-99% (and the test says so)
+    assert "95-99%" in text and "[recorded, note 003]" in text
 
 
 def test_langgraph_runs_a_tool_through_toolnode(run):
-    assert "ChatHuggingFace tool_calls: []" in run.text("chathf")  # the bundled model: none
+    chat = run.text("chathf")
+    assert _field(chat, "native tool_calls:") == "[]"  # the bundled model: none
     text = run.text("langgraph")
-    assert re.search(r"^\s+ai: .*'name': 'get_weather'", text, re.M)
-    assert re.search(r"^\s*tool: '.*degrees", text, re.M)
-    assert re.search(r"audit: #\d+ agent:support\s+get_weather\s+read\s+allowed", text)
-    assert "the graph ended because the last reply parsed as:" in text
+    assert _field(text, "graph model:") == "LocalToolCallingChat"
+    assert re.search(r"^\s+ai: .* calls get_weather\(\{\"city\": ", text, re.M)
+    tool_lines = [eval(t) for t in re.findall(r"^\s*tool: (['\"].*['\"])$", text, re.M)]
+    weather = re.compile(r"^(\w+: -?\d+ °[CF], .+|no weather data for '.*')$")
+    assert tool_lines and all(weather.match(line) for line in tool_lines), tool_lines
+    assert int(_field(text, "tool calls run by the ToolNode:")) == len(tool_lines) >= 1
+    audit = eval(_field(text, "gateway audit, agent:support:"))
+    assert len(audit) == len(tool_lines) and all("allowed" in line for line in audit)
 
 
 def test_mcp_round_trip_and_clean_shutdown(run):
     text = run.text("mcp")
-    assert "MCP tools: ['sales_report', 'find_customers', 'order_status', 'request_refund']" in text
-    assert "server processes running: 1" in text
+    assert eval(_field(text, "MCP tools:")) == ["sales_report", "find_customers", "order_status",
+                                                "request_refund"]
+    assert int(_field(text, "server processes running:")) == 1
     assert re.search(r"^\s*tool: ", text, re.M)
-    assert "direct MCP call order_status(O-1): shipped on 2024-03-02" in text
-    assert "server processes after the block: 0" in text
+    assert _field(text, "direct MCP call order_status(O-1):") == "shipped on 2024-03-02"
+    assert int(_field(text, "server processes after the block:")) == 0
 
 
 def test_closing_figures_and_exercises(run):
-    assert re.search(r"recall@5 = 0\.\d\d; validity free = \d+%, constrained = 100%",
-                     run.text("closing"))
-    for n, title in [(1, "check_reply"), (2, "best_region"), (3, "a description the retriever")]:
+    closing = run.text("closing")
+    recall = float(re.search(r"recall@5 = (\d\.\d\d)", closing).group(1))
+    assert recall == float(re.search(r"recall@5 = (\d\.\d\d)", run.text("recall")).group(1))
+    assert "constrained = 100%" in closing
+    for n, title in [(1, "check_reply"), (2, "best_region"), (3, "refund_rule")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
