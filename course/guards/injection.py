@@ -82,6 +82,7 @@ __all__ = [
     "Payload",
     "Reading",
     "as_data",
+    "json_calls",
     "live_chat_model",
     "parse_calls",
     "payloads",
@@ -116,6 +117,11 @@ class Payload:
 
     def wanted_calls(self) -> list[dict[str, Any]]:
         return [{"name": name, "args": dict(args)} for name, args in self.wants]
+
+    def opening_reads(self) -> AIMessage:
+        """A model's first turn on this payload: open every document the user asked about."""
+        return AIMessage("", tool_calls=[{**c, "id": f"read_{i}"}
+                                         for i, c in enumerate(self.read_calls())])
 
     def read_calls(self) -> list[dict[str, Any]]:
         keys = {"fetch_page": "url", "read_document": "doc_id", "read_email": "message_id"}
@@ -360,6 +366,22 @@ class Reading:
         self.notes = [self.notes[i] for i in keep]
 
 
+def json_calls(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in ``text`` that names a call: ``{"name": ..., "arguments": {...}}``."""
+    decoder, calls, start = json.JSONDecoder(), [], 0
+    while (start := text.find("{", start)) != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start += 1
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            args = obj.get("arguments", obj.get("args", {}))
+            calls.append({"name": obj["name"], "args": args if isinstance(args, dict) else {}})
+        start = end
+    return calls
+
+
 def _decodings(text: str) -> list[tuple[str, str]]:
     """The decoded texts the output itself asks for: ``(how, text)`` pairs."""
     found = []
@@ -455,15 +477,8 @@ def read_instructions(outputs: list[str]) -> Reading:
     sources += [d for _, t in list(sources) for d in _decodings(t)]
     reading = Reading()
     for how, text in sources:
-        for match in re.finditer(r"\{.*?\}(?=[^}]*$|\s)", text, flags=re.S):
-            try:
-                obj = json.loads(match.group(0))
-            except json.JSONDecodeError:
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-                args = obj.get("arguments", obj.get("args", {}))
-                reading.add(obj["name"], args if isinstance(args, dict) else {},
-                            f"{how}: JSON call")
+        for call in json_calls(text):
+            reading.add(call["name"], call["args"], f"{how}: JSON call")
         for match in re.finditer(rf"(?:\b{_VERBS}\s+)?\b({_NAME})\(([^()]*)\)", text,
                                  flags=re.I):
             name = match.group(1)
@@ -509,8 +524,7 @@ class LiteralReader:
     def __call__(self, messages: list[AnyMessage]) -> AIMessage:
         turns = sum(isinstance(m, AIMessage) for m in messages)
         if turns == 0:
-            return AIMessage("", tool_calls=[{**c, "id": f"read_{i}"}
-                                             for i, c in enumerate(self.payload.read_calls())])
+            return self.payload.opening_reads()
         if turns == 1:
             self.reading = read_instructions(
                 [str(m.content) for m in messages if isinstance(m, ToolMessage)])
@@ -532,15 +546,7 @@ USER_REQUEST = "Summarise what you read for me in two sentences."
 
 def parse_calls(text: str) -> list[dict[str, Any]]:
     """Tool calls a model wrote: JSON objects with a name, or ``tool_name(...)`` mentions."""
-    calls = []
-    for match in re.finditer(r"\{.*\}", text, flags=re.S):
-        try:
-            obj = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-            args = obj.get("arguments", {})
-            calls.append({"name": obj["name"], "args": args if isinstance(args, dict) else {}})
+    calls = json_calls(text)
     if not calls:
         for name in (*SIDE_EFFECT_TOOLS, "fetch_page"):
             if re.search(rf"\b{name}\s*\(", text):
@@ -572,8 +578,7 @@ class LiveModelAgent:
     def __call__(self, messages: list[AnyMessage]) -> AIMessage:
         turns = sum(isinstance(m, AIMessage) for m in messages)
         if turns == 0:
-            return AIMessage("", tool_calls=[{**c, "id": f"read_{i}"}
-                                             for i, c in enumerate(self.payload.read_calls())])
+            return self.payload.opening_reads()
         if turns > 1:
             return AIMessage("(done)")
         outputs = "\n".join(str(m.content) for m in messages if isinstance(m, ToolMessage))
