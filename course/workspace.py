@@ -7,7 +7,9 @@ outputs removed) into the student's folder (``student/`` at the repository root,
 - a notebook that is missing is written;
 - a notebook the student has not changed is replaced when the instructor edition changed;
 - a notebook the student has changed is kept as it is; when the instructor edition changed
-  too, the new version is written beside it as ``<stem>.new.ipynb``.
+  too, the new version is written beside it as ``<stem>.new.ipynb``;
+- a notebook whose student edition cannot be made (nbgrader refuses a misplaced marker) is
+  reported and skipped; the other chapters are still written.
 
 "Changed" is decided against the edition written last time: ``.edition/manifest.json`` in the
 student's folder keeps a fingerprint of each notebook as generated (the type and source of each
@@ -64,6 +66,7 @@ OUTCOMES = {
     "unchanged": "up to date",
     "kept": "kept: you changed it",
     "kept-new-beside": "kept: you changed it; the new edition is beside it",
+    "failed": "not written: its student edition could not be made",
 }
 
 
@@ -95,9 +98,12 @@ class SyncAction:
     notebook: str
     outcome: str          # a key of OUTCOMES
     new_version: str = ""  # file name of the new edition written beside, if any
+    problem: str = ""      # why the student edition could not be made ("failed")
 
     def __str__(self) -> str:
         text = f"{self.notebook}: {OUTCOMES[self.outcome]}"
+        if self.problem:
+            return f"{text} ({self.problem})"
         return f"{text} as {self.new_version}" if self.new_version else text
 
 
@@ -157,7 +163,11 @@ def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR) ->
     manifest = _read_manifest(dest)
     report = SyncReport(dest)
     for path in _instructor_notebooks(source):
-        edition = student_edition(nbformat.read(path, as_version=4))
+        try:
+            edition = student_edition(nbformat.read(path, as_version=4))
+        except (ValueError, RuntimeError) as err:  # a marker nbgrader refuses: say so, go on
+            report.actions.append(SyncAction(path.name, "failed", problem=str(err)))
+            continue
         new_print = fingerprint(edition)
         target = dest / path.name
         last_print = manifest.get(path.name)

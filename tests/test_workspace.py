@@ -155,3 +155,15 @@ def test_make_restore_runs_the_helper(folders):
     backups = list((dest / "backups").glob("00_start_here.*.ipynb"))
     assert len(backups) == 1 and "# my answer" in _source(backups[0])
 
+
+
+def test_a_chapter_that_cannot_be_generated_is_reported_and_the_rest_written(folders):
+    source, dest = folders
+    nb = nbformat.read(source / "06_trimming.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"))
+    nbformat.write(nb, source / "06_trimming.ipynb")
+    report = sync_student_copy(source, dest)
+    assert report.by_outcome("written") == ["00_start_here.ipynb"]
+    assert report.by_outcome("failed") == ["06_trimming.ipynb"]
+    assert not (dest / "06_trimming.ipynb").exists()
+    assert "06_trimming.ipynb: not written" in str(report)
