@@ -1,7 +1,13 @@
-"""Measure, in one run: cold and warm load of the bundled model, greedy generation speed, and the
-time to execute each notebook. Prints figures and ratios; asserts nothing (tests never time).
+"""Measure, in one run: cold and warm load of the bundled model, greedy generation speed, the
+time to execute each notebook and its slowest cells. Prints figures and ratios; asserts nothing
+(tests never time).
 
     make benchmark            # or: .venv/bin/python benchmarks/run_all.py [--skip-notebooks]
+    .venv/bin/python benchmarks/run_all.py --cells-only [--executed build/executed]
+
+Cell times come from the same nbclient run (nbclient records when each cell started and
+replied in ``cell.metadata.execution``). ``--executed`` reads notebooks the tests saved with
+``COURSE_SAVE_EXECUTED`` instead of running them again.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
+
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -61,10 +70,63 @@ def generation_speed(new_tokens: int = 64, repeats: int = 3) -> float:
     return sorted(speeds)[len(speeds) // 2]
 
 
+CELL_LIMIT_S = 15  # the slowest a cell may be with the bundled model on 2 cores
+
+
+def cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[str, float]]:
+    """(cell id, seconds from execute_input to execute_reply) of each executed code cell."""
+    times = []
+    for cell in nb.cells:
+        stamps = cell.get("metadata", {}).get("execution", {})
+        start, end = stamps.get("iopub.execute_input"), stamps.get("shell.execute_reply")
+        if start and end:
+            seconds = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                       - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+            times.append((cell.get("id", "?"), seconds))
+    return times
+
+
+def print_slowest_cells(name: str, nb: nbformat.NotebookNode, top: int = 3) -> None:
+    times = sorted(cell_seconds(nb), key=lambda t: -t[1])
+    shown = ", ".join(f"{cell} {sec:.1f} s" + (f" (over {CELL_LIMIT_S} s)" if sec > CELL_LIMIT_S else "")
+                      for cell, sec in times[:top])
+    print(f"  slowest cells of {name}: {shown or 'no timings recorded'}")
+
+
+def notebook_times(executed: Path | None) -> None:
+    """Each notebook's run time and slowest cells, from a fresh run or saved runs."""
+    from nbharness import NOTEBOOKS, run_notebook
+
+    total = 0.0
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        if executed is not None:
+            saved = executed / path.name
+            if not saved.exists():
+                print(f"notebook {path.name}: no saved run in {executed}")
+                continue
+            nb = nbformat.read(saved, as_version=4)
+            seconds = sum(sec for _, sec in cell_seconds(nb))
+            print(f"notebook {path.name}: {seconds:.1f} s in its cells (saved run)")
+        else:
+            run = run_notebook(path)
+            nb, seconds = run.nb, run.seconds
+            print(f"notebook {path.name}: {seconds:.1f} s")
+        total += seconds
+        print_slowest_cells(path.name, nb)
+    print(f"all notebooks, one after another: {total:.1f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--skip-notebooks", action="store_true")
+    parser.add_argument("--cells-only", action="store_true",
+                        help="only the notebooks' times and slowest cells")
+    parser.add_argument("--executed", type=Path, default=None,
+                        help="read saved executed notebooks instead of running them")
     args = parser.parse_args()
+    if args.cells_only:
+        notebook_times(args.executed)
+        return
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     env.pop("COURSE_MODEL", None)
 
@@ -80,14 +142,7 @@ def main() -> None:
     print(f"greedy generation: {generation_speed():.1f} tokens/s")
 
     if not args.skip_notebooks:
-        from nbharness import NOTEBOOKS, run_notebook
-
-        total = 0.0
-        for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-            seconds = run_notebook(path).seconds
-            total += seconds
-            print(f"notebook {path.name}: {seconds:.1f} s")
-        print(f"all notebooks, one after another: {total:.1f} s")
+        notebook_times(args.executed)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from functools import cache
+from hashlib import sha256
 from pathlib import Path
 
 import nbformat
@@ -106,7 +107,15 @@ def run_notebook(path: Path, env: dict[str, str] | None = None,
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return ExecutedNotebook(path.name, nb, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if os.environ.get("COURSE_SAVE_EXECUTED") and path.parent == NOTEBOOKS:
+        # Opt-in: keep the executed instructor notebook for `make book` (book/build.py reuses
+        # it while the source is unchanged), with the hash of the source it was run from.
+        nb.metadata["course_executed"] = {"source_sha256": sha256(path.read_bytes()).hexdigest()}
+        saved_dir = Path(os.environ["COURSE_SAVE_EXECUTED"])
+        saved_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, saved_dir / path.name)
+    return ExecutedNotebook(path.name, nb, seconds)
 
 
 @cache
