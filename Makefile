@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
 
-.PHONY: install assets browser lab lab-instructor restore test lint clean-outputs benchmark doctor student grade clean
+.PHONY: install assets browser lab lab-instructor restore test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader clean
 
 install: $(STAMP)
 
@@ -73,7 +73,7 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "make test needs Debian's chromium for the browser test: sudo apt-get install -y chromium"; exit 1; fi
 
-test: assets browser
+test: assets browser sandbox
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lint: install
@@ -85,9 +85,41 @@ clean-outputs: install
 student: install
 	$(PY) -m course.grading student notebooks --out release/student
 
-grade: assets
+# The class grader runs each kernel in a bubblewrap sandbox: Debian's bubblewrap, installed
+# here when missing and we are root; otherwise say what to run.
+sandbox:
+	@if command -v bwrap >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	else echo "grading needs bubblewrap: sudo apt-get install -y bubblewrap"; exit 1; fi
+
+grade: assets sandbox
 	HF_HUB_OFFLINE=1 $(PY) -m course.grading grade $(SUBMISSIONS) --source notebooks \
 		--out release/scores.csv --feedback release/feedback
+
+# nbgrader as shipped, in a course folder made from the template in nbgrader/ (README.md,
+# "Coursework"): one assignment per chapter; submissions go in
+# $(NBGRADER_COURSE)/submitted/<student>/<chapter>/<chapter>.ipynb.
+NBGRADER_COURSE ?= release/nbgrader
+NBGRADER := PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(CURDIR)/$(VENV)/bin/nbgrader
+CHAPTERS = $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
+
+nbgrader-assign: assets
+	mkdir -p $(NBGRADER_COURSE) && cp nbgrader/nbgrader_config.py $(NBGRADER_COURSE)/
+	for ch in $(CHAPTERS); do \
+		mkdir -p $(NBGRADER_COURSE)/source/$$ch && cp notebooks/$$ch.ipynb $(NBGRADER_COURSE)/source/$$ch/ \
+		&& (cd $(NBGRADER_COURSE) && $(NBGRADER) generate_assignment $$ch --force) || exit 1; done
+
+nbgrader-autograde: assets
+	cd $(NBGRADER_COURSE) && for ch in $(CHAPTERS); do \
+		if ls -d submitted/*/$$ch >/dev/null 2>&1; then $(NBGRADER) autograde $$ch --force || exit 1; fi; done
+
+nbgrader-export: install
+	cd $(NBGRADER_COURSE) && $(NBGRADER) export --to grades.csv && echo "scores in $(NBGRADER_COURSE)/grades.csv"
+
+nbgrader-formgrader: assets
+	cd $(NBGRADER_COURSE) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
+		$(CURDIR)/$(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) --ServerApp.root_dir=.
 
 benchmark: assets
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py
