@@ -1,8 +1,10 @@
-"""Coursework: the student edition and the class grader (course/grading.py).
+"""Coursework: the student edition and the class grader (course/grading/).
 
 Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtures.py``):
 ``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
-instructor edition, a student edition with wrong answers, and a malicious one.
+instructor edition, a student edition with wrong answers, and a malicious one;
+``submissions_adversarial/<kind>/`` is issue 17's adversarial class (an honest submission and
+one per attack, each with wrong answers).
 
 The student edition of every notebook with exercises is generated and executed, and must print
 ``[not yet done]`` under every check.
@@ -12,12 +14,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures.make_fixtures import ATTACKS, MARKER
 
 from course.grading import (
     ResourceLimits,
@@ -29,6 +33,7 @@ from course.grading import (
     student_edition,
     write_student_editions,
 )
+from course.grading.sandbox import FIRST_UID
 from nbharness import run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +50,10 @@ EXPECTED = {
     "malicious":     {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # loop; kernel killed
 }
 TEST_LIMITS = ResourceLimits(cell_timeout_s=5, notebook_timeout_s=90, memory_bytes=4 * 2**30,
-                     cpu_seconds=120, output_bytes_per_cell=50_000)
+                             cpu_seconds=120, output_bytes_per_cell=50_000, processes=64,
+                             file_size_bytes=64 * 2**20)
+ADVERSARIAL = FIXTURES / "submissions_adversarial"
+ODD_ONES = ("edited_checks", "not_json", "symlink")
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -69,7 +77,10 @@ def test_student_edition_has_no_solutions_or_hidden_tests(path):
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
         assert marker not in text, f"{path.name}: {marker!r} left in the student edition"
     solutions = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    assert solutions and all("raise NotImplementedError()" in c.source for c in solutions)
+    code = [c for c in solutions if c.cell_type == "code"]
+    assert code and all("raise NotImplementedError()" in c.source for c in code)
+    # written answers (manually graded markdown) become nbgrader's prompt
+    assert all("YOUR ANSWER HERE" in c.source for c in solutions if c.cell_type == "markdown")
     assert all(c.outputs == [] for c in student.cells if c.cell_type == "code")
     # the visible checks stay, and the points with them
     assert graded_cells(student) == graded_cells(instructor)
@@ -242,3 +253,71 @@ def test_command_line_writes_student_edition(tmp_path):
                           "--source", str(SOURCE)], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert bad.returncode != 0 and "no such folder of submissions" in bad.stderr
+
+
+# ----------------------------------------------------------------------------- the adversarial class
+
+
+def _leftovers() -> list[str]:
+    """Processes a graded notebook left behind: run by a sandbox uid, or an attack's child."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            uid = os.stat(f"/proc/{pid}").st_uid
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if FIRST_UID <= uid < FIRST_UID + 64 or MARKER in cmdline or cmdline == "sleep 300 ":
+            found.append(f"{pid} uid={uid} {cmdline[:80]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def adversarial(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adversarial")
+    before = _digest(ADVERSARIAL)
+    results = grade_class(ADVERSARIAL, [SOURCE.parent], out / "scores.csv", workers=2,
+                          limits=TEST_LIMITS, feedback_dir=out / "feedback", log=None)
+    return {"results": {r.student: r for r in results}, "out": out, "before": before,
+            "after": _digest(ADVERSARIAL), "leftovers": _leftovers()}
+
+
+def test_adversarial_class_honest_work_full_marks_every_attack_zero(adversarial):
+    results = adversarial["results"]
+    assert set(results) == {"honest", *ATTACKS, *ODD_ONES}
+    assert results["honest"].score == results["honest"].max_score == 5, results["honest"].notes
+    scores = {kind: r.score for kind, r in results.items() if kind != "honest"}
+    assert scores == dict.fromkeys(scores, 0.0), {k: results[k].notes for k in scores}
+    print("adversarial grading times:", {k: round(r.seconds, 1) for k, r in results.items()})
+
+
+def test_adversarial_class_changes_no_submission_and_leaves_no_process(adversarial):
+    assert adversarial["after"] == adversarial["before"]
+    assert adversarial["leftovers"] == []
+    feedback = _read(adversarial["out"] / "feedback" / "classmate" / "practice.ipynb")
+    text = "".join(o.get("text", "") for c in feedback.cells for o in c.get("outputs", []))
+    assert "copied and destroyed" not in text  # no classmate's notebook is in view
+
+
+def test_adversarial_class_keeps_its_deadline_and_refuses_odd_files(adversarial):
+    results = adversarial["results"]
+    for kind, result in results.items():
+        assert result.seconds < TEST_LIMITS.notebook_timeout_s + 60, (kind, result.seconds)
+    assert not any("ran over" in n for n in results["setsid_child"].notes)
+    assert {c.status for c in results["symlink"].cells} == {"refused"}
+    assert any("symlink" in n for n in results["symlink"].notes)
+    assert any("unreadable notebook" in n for n in results["not_json"].notes)
+    # restored checks ran and failed on the wrong answers (not skipped, not 100 points)
+    assert results["edited_checks"].max_score == 5
+    assert {c.status for c in results["edited_checks"].cells} == {"failed"}
+
+
+def test_a_check_scores_only_when_the_guard_confirms_it(adversarial):
+    """Each tampering attack's checks ran and reported a failure the grader saw (the genuine
+    check raised), rather than passing quietly."""
+    results = adversarial["results"]
+    for kind in ("unset_env", "rebind_check", "ast_transformer", "imports_cell"):
+        statuses = {c.grade_id: c.status for c in results[kind].cells}
+        assert statuses == dict.fromkeys(statuses, "failed"), (kind, results[kind].notes)
