@@ -63,6 +63,7 @@ def graph_png(graph: Any, title: str = "", dpi: int = 80) -> bytes:
 
     nodes = list(graph.nodes)
     edges = [(e.source, e.target, bool(e.conditional)) for e in graph.edges]
+    labels = {(e.source, e.target): str(e.data) for e in graph.edges if e.data}
     depth = _layers(nodes, [(a, b) for a, b, _ in edges])
     rows: dict[int, list[str]] = {}
     for node in nodes:
@@ -72,10 +73,16 @@ def graph_png(graph: Any, title: str = "", dpi: int = 80) -> bytes:
         for i, name in enumerate(names):
             pos[name] = (i - (len(names) - 1) / 2, -level)
     width = max(len(v) for v in rows.values()) if rows else 1
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * width, 0.6 + 0.95 * len(rows)))
+    half = max(width / 2 + 0.4, 1.8)  # room for curved edges and their labels
+    fig, ax = plt.subplots(figsize=(1.9 * 2 * half, 0.6 + 0.95 * len(rows)))
     for a, b, conditional in edges:
         (x1, y1), (x2, y2) = pos[a], pos[b]
-        bend = 0.35 if y2 >= y1 else 0.0  # back edges (loops) drawn curved
+        # back edges (loops) and edges that skip a layer are drawn curved, so none hides another
+        bend = 0.35 if y2 >= y1 else (-0.45 if y1 - y2 > 1 and x1 == x2 else 0.0)
+        if (a, b) in labels:
+            mx, my = (x1 + x2) / 2 + (0.35 if bend < 0 else 0.0), (y1 + y2) / 2
+            ax.text(mx, my, safe_text(labels[(a, b)]), fontsize=7, color="#555",
+                    ha="center", va="center", bbox={"fc": "white", "ec": "none", "pad": 0.5})
         ax.annotate("", xy=(x2, y2), xytext=(x1, y1),
                     arrowprops={"arrowstyle": "-|>", "color": "#555",
                                 "linestyle": "--" if conditional else "-",
@@ -87,7 +94,7 @@ def graph_png(graph: Any, title: str = "", dpi: int = 80) -> bytes:
         ax.text(x, y, safe_text(label), ha="center", va="center", fontsize=9,
                 bbox={"boxstyle": "round,pad=0.4", "fc": "#eeeeee" if special else "#dde8f7",
                       "ec": "#555"})
-    ax.set_xlim(-width / 2 - 0.4, width / 2 + 0.4)
+    ax.set_xlim(-half, half)
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.axis("off")
     if title:

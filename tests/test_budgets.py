@@ -160,3 +160,18 @@ def test_recorded_tools_and_empty_runs():
     assert registry.names() == ["web_search"]
     with pytest.raises(ValueError, match="no steps"):
         replay_recorded_run(Run(TASK, "m", []), StopRules())
+
+
+def test_graphs_are_drawn_offline_from_get_graph(lc_search):
+    from course.drawing import show_graph
+    from course.loop.budget_graph import loop_diagram
+
+    drawing = show_graph(build_budget_graph(searches(1), [lc_search]), "budget graph")
+    assert set(drawing.nodes) == {"__start__", "agent", "tools", "budget_stop", "__end__"}
+    assert ("tools", "agent", False) in drawing.edges and ("agent", "budget_stop", True) in drawing.edges
+    bundle = drawing._repr_mimebundle_()
+    assert bundle["image/png"].startswith(b"\x89PNG") and "graph TD" in bundle["text/vnd.mermaid"]
+    assert bundle["text/markdown"].startswith("```mermaid")
+    loop = show_graph(loop_diagram())
+    assert ("observation appended", "model decides", False) in loop.edges
+    assert ("stop rules checked", "__end__", True) in loop.edges

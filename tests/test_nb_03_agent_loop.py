@@ -116,3 +116,34 @@ def test_exercises_pass(run):
     for n, title in [(1, "first_repeat"), (2, "token_budget_for"), (3, "success_with_retries"),
                      (4, "keep_last_observation")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
+
+
+def test_graphs_are_drawn_from_the_graphs(run):
+    for cell in ("loop-figure", "budget-graph-drawing"):
+        outputs = run.cells(cell)[0].outputs
+        data = next(o["data"] for o in outputs if "data" in o)
+        assert "image/png" in data and "graph TD" in data["text/vnd.mermaid"], cell
+    loop = run.text("loop-figure")
+    assert "model decides -.-> stop rules checked" in loop and "observation appended --> model decides" in loop
+    assert "agent -.-> budget_stop" in run.text("budget-graph-drawing")
+
+
+def test_limitations_are_demonstrated(run):
+    knowing = run.text("limit-knowing")
+    rows = re.findall(r"needs_tool=(True|False) called=(True|False) right=(True|False)", knowing)
+    assert len(rows) == 6 and sum(r[0] == "True" for r in rows) == 3
+    assert all((r[0] == r[1]) == (r[2] == "True") for r in rows)  # "right" means called == needed
+    right = int(re.search(r"right: (\d+) of 6", knowing).group(1))
+    assert right == sum(r[2] == "True" for r in rows)
+    tools = run.text("limit-tools")
+    naive = re.search(r"naive keyword search: steps=(\d+) searches=(\d+)", tools).groups()
+    bm25 = re.search(r"BM25 search: steps=(\d+) searches=(\d+)", tools).groups()
+    assert naive != bm25 and (naive, bm25) == (("3", "2"), ("2", "1"))
+    assert "OfflineWebSearchTool, replayed step 1 saw: ['Current plan vs new plan" in tools
+    assert "BM25WebSearchTool, replayed step 1 saw: ['Weather in Paris right now" in tools
+    budget = run.text("limit-budget")
+    row72 = re.search(r"bond_reference_72b: succeeded=(\w+) tokens=(\d+) \[recorded\] "
+                      r"within_budget=(\w+) counted_as_success=(\w+)", budget).groups()
+    assert row72 == ("True", "17818", "False", "False")  # a success at 1.8x the budget counts as failure
+    counts = re.search(r"successes: (\d+) of 5 on outcome alone; (\d+) within the budget", budget)
+    assert int(counts.group(2)) < int(counts.group(1))

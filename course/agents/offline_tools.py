@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from smolagents import Tool
 
-__all__ = ["CORPUS_PATH", "IMAGE_TOOL_NAMES", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage", "load_corpus", "make_tools", "query_words"]
+__all__ = ["CORPUS_PATH", "IMAGE_TOOL_NAMES", "BM25WebSearchTool", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage", "load_corpus", "make_tools", "query_words"]
 
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "data" / "search_corpus.json"
 STOP_WORDS = frozenset(
@@ -188,6 +188,29 @@ class OfflineImageTool(Tool):
         image.save(path, format="PNG")
         self.calls.append({"prompt": prompt, "path": str(path)})
         return image
+
+
+class BM25WebSearchTool(OfflineWebSearchTool):
+    """The same ``web_search`` over the same corpus, ranked with BM25 (``rank-bm25``) instead.
+
+    BM25 discounts a word that occurs on many pages and a page that repeats a word; pages whose
+    BM25 score is not positive are never returned. Used to show that an agent's trajectory
+    depends on the tool's implementation, not only on the model.
+    """
+
+    def __init__(self, max_results: int = 3, corpus: list[SearchPage] | None = None):
+        super().__init__(max_results, corpus)
+        from rank_bm25 import BM25Okapi
+
+        self._bm25 = BM25Okapi([query_words(f"{p.title} {p.description}") or ["-"]
+                                for p in self.corpus])
+        self._scores: dict[str, list[float]] = {}
+
+    def score(self, query: str, page: SearchPage) -> float:  # type: ignore[override]
+        """The page's BM25 score for the query's words."""
+        if query not in self._scores:
+            self._scores[query] = list(self._bm25.get_scores(query_words(query)))
+        return self._scores[query][self.corpus.index(page)]
 
 
 def make_tools(names: list[str] | tuple[str, ...], live: bool = False) -> list[Tool]:

@@ -34,7 +34,7 @@ from course.loop.agent_loop import (
 )
 from course.loop.budget_guard import LibraryRun
 
-__all__ = ["BudgetState", "build_budget_graph", "run_langgraph_with_budget"]
+__all__ = ["BudgetState", "build_budget_graph", "loop_diagram", "run_langgraph_with_budget"]
 
 
 class BudgetState(TypedDict, total=False):
@@ -131,3 +131,36 @@ def run_langgraph_with_budget(graph: Any, task: str, token_budget: int, recursio
     final = values["messages"][-1].content if reason == StopReason.FINAL_ANSWER else None
     return LibraryRun("LangGraph StateGraph", "scripted policy", reason, detail, rows, final, values,
                       getattr(graph, "token_unit", "tokens"))
+
+
+class _LoopFigure(TypedDict, total=False):
+    messages: Annotated[list, operator.add]
+
+
+def _nothing(state: _LoopFigure) -> dict:
+    return {}
+
+
+def _end(state: _LoopFigure) -> str:
+    return END
+
+
+def loop_diagram():
+    """The agent loop of note 000 as a compiled graph (decide -> call -> observe, and the stops).
+
+    Its nodes do nothing: it exists to be drawn (:func:`course.drawing.show_graph`), so that the
+    figure comes from a graph, like every other figure of a graph in the workbook.
+    """
+    graph = StateGraph(_LoopFigure)
+    for name in ("model decides", "runtime calls the tool", "observation appended",
+                 "stop rules checked"):
+        graph.add_node(name, _nothing)
+    graph.add_edge(START, "model decides")
+    graph.add_conditional_edges("model decides", _end,
+                                {"final answer": END, "tool call": "stop rules checked"})
+    graph.add_conditional_edges("stop rules checked", _end,
+                                {"budget spent / max steps / repeat": END,
+                                 "continue": "runtime calls the tool"})
+    graph.add_edge("runtime calls the tool", "observation appended")
+    graph.add_edge("observation appended", "model decides")
+    return graph.compile()
