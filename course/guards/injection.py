@@ -63,7 +63,6 @@ from course.guards.confirmation import (
     build_approval_graph,
     run_with_approver,
 )
-from course.models import agent_is_local, chat_model
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolError, ToolRegistry
 
@@ -83,7 +82,6 @@ __all__ = [
     "Reading",
     "as_data",
     "json_calls",
-    "live_chat_model",
     "parse_calls",
     "payloads",
     "read_instructions",
@@ -552,13 +550,6 @@ def parse_calls(text: str) -> list[dict[str, Any]]:
             if re.search(rf"\b{name}\s*\(", text):
                 calls.append({"name": name, "args": {}})
     return calls
-
-
-def live_chat_model(max_tokens: int = 48) -> Any:
-    """The agent model (:func:`course.models.chat_model`), its replies kept short."""
-    if agent_is_local():
-        return chat_model()  # the shared pipeline generates at most 48 new tokens
-    return chat_model(max_tokens=max_tokens)
 
 
 @dataclass
