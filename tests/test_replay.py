@@ -125,3 +125,23 @@ def test_image_tool_draws_a_real_png(tmp_path):
         make_tools(["calculator"])
     with pytest.raises(ValueError, match="non-empty prompt"):
         tool("")
+
+
+def test_a_live_run_is_bounded_by_its_plan_and_measured():
+    from course.agents.live import LivePlan, run_live
+
+    outputs = ["Thought: search.\n<code>\nprint(web_search(query='current weather in Paris'))\n</code>",
+               "Thought: again.\n<code>\nprint(web_search(query='current weather in Paris'))\n</code>",
+               "Thought: done.\n<code>\nfinal_answer('sunny')\n</code>"]
+    model = ReplayModel(outputs, model_id="scripted stand-in for the agent model")
+    live = run_live("weather", LivePlan(1, 48, "test plan"), model=model)
+    assert model.position == 1  # one model call: no extra "final answer" call after the limit
+    assert live.stopped == "step limit (1)" and live.answer is None and len(live.trace.steps) == 1
+    assert live.trace.source == "measured" and live.trace.steps[0].figures == "measured"
+    assert live.trace.tool_names_called() == ["web_search"]
+    assert "steps=1 stopped=step limit (1)" in str(live)
+    model = ReplayModel(outputs, model_id="scripted stand-in for the agent model")
+    full = run_live("weather", LivePlan(6, 48, "test plan"), model=model)
+    assert full.stopped == "final_answer" and full.answer == "sunny" and len(full.trace.steps) == 3
+    with pytest.raises(ValueError, match="unknown task"):
+        run_live("poem", LivePlan(1, 1, ""), model=model)

@@ -6,9 +6,11 @@ use) with :func:`course.models.smolagents_model`, the offline tools, and the sam
 stepper and trajectory checks as the replays. Every figure of a live run is *measured*: the
 model outputs, the token usage the model object reported, and the wall time of each step.
 
-How long a run may be depends on the setting (:func:`live_plan`): the bundled 135M model gets a
-short bounded run (one model call per task, a few dozen new tokens), because on a 2-core CPU
-each call re-reads a prompt of about 2,400 tokens; any other setting gets full runs. The step
+How long a run may be depends on the model (:func:`live_plan`): a model under a billion
+parameters (the bundled SmolLM2-135M, whatever the setting that selects it) gets a short bounded
+run (one model call per task, a few dozen new tokens), because on a 2-core CPU each call
+re-reads a prompt of about 2,400 tokens and more steps measure nothing but time; any other
+model gets full runs. The step
 limit is enforced by a step callback that interrupts the agent, so a bounded run makes no extra
 "final answer" call after its last step.
 
@@ -32,7 +34,7 @@ from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
 from course.settings import active_model
 
-__all__ = ["FULL_RUN_STEPS", "NOTE_TASKS", "LivePlan", "LiveRun", "choice_label", "live_plan", "run_live"]
+__all__ = ["FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan", "LiveRun", "choice_label", "live_plan", "run_live"]
 
 NOTE_TASKS = {"weather": "weather_note", "bond": "bond_note", "debug": "debug_note"}
 """The three tasks, by the recording that holds their task text, tools and additional_args."""
@@ -50,14 +52,36 @@ class LivePlan:
     reason: str
 
 
-def live_plan() -> LivePlan:
-    """The bounded plan for the bundled model, full runs for any other setting."""
+SMALL_MODEL_PARAMETERS = 1_000_000_000
+"""Below this size a model cannot act as a code agent: it gets a short bounded run."""
+
+
+def _is_small_model() -> tuple[bool, str]:
+    """Whether the agent model is under a billion parameters, and what it is."""
     choice = active_model()
     if choice.kind == "bundled":
-        return LivePlan(1, 48, "short bounded run: the bundled SmolLM2-135M model, one model call "
-                               "per task of at most 48 new tokens")
-    return LivePlan(FULL_RUN_STEPS, 512, f"full run with {choice.describe()}: up to "
-                                         f"{FULL_RUN_STEPS} steps of at most 512 new tokens")
+        return True, "the bundled SmolLM2-135M model"
+    if choice.kind == "server":
+        from course.models import server_models
+
+        name = choice.served_model or next(iter(server_models(choice)), "")
+        small = "smollm2" in name.lower() or name.rstrip("/").endswith("smollm2-135m-instruct")
+        return small, f"the served model {name}"
+    from course.models import load_local_model
+
+    local = load_local_model()
+    params = local.model.num_parameters()
+    return params < SMALL_MODEL_PARAMETERS, f"{choice.value} ({params / 1e6:.0f}M parameters)"
+
+
+def live_plan() -> LivePlan:
+    """A short bounded run for a model under a billion parameters, full runs otherwise."""
+    small, what = _is_small_model()
+    if small:
+        return LivePlan(1, 48, f"short bounded run: {what}, one model call per task of at most "
+                               "48 new tokens")
+    return LivePlan(FULL_RUN_STEPS, 512, f"full run with {what}: up to {FULL_RUN_STEPS} steps of "
+                                         "at most 512 new tokens")
 
 
 @dataclass

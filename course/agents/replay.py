@@ -57,14 +57,18 @@ def _bundled_tokenizer():
 
 
 def local_tokenizer():
-    """The active model's tokenizer (the bundled one is loaded alone, without the weights)."""
+    """The agent model's tokenizer (the bundled one is loaded alone, without the weights).
+
+    For a server, :func:`course.models.agent_tokenizer` gives the served model's own tokenizer
+    when it is available offline, else the probe model's (its label says which).
+    """
     from course.settings import active_model
 
     if active_model().kind == "bundled":
         return _bundled_tokenizer()
-    from course.models import load_local_model
+    from course.models import agent_tokenizer
 
-    return load_local_model().tokenizer
+    return agent_tokenizer()[0]
 
 
 def qwen_tokenizer() -> tuple[Any, str]:
