@@ -23,6 +23,7 @@ import queue
 import subprocess
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from course.grading import guard
 from course.grading.results import CellScore, ResourceLimits, graded_cells
 from course.grading.student import nbgrader_meta, record_source_cells
 
-__all__ = ["guarded_client", "make_gradebook", "prepare_submission", "sandboxed_manager", "score"]
+__all__ = ["RunFacts", "guarded_client", "make_gradebook", "prepare_submission", "sandboxed_manager", "score"]
 
 ASSIGNMENT = "assignment"
 GUARD_TIMEOUT_S = 20
@@ -265,10 +266,38 @@ def sandboxed_manager(prefix: list[str], env: dict[str, str], ipc_prefix: Path |
     return km
 
 
-def score(nb: nbformat.NotebookNode, client, points: dict[str, float],
+@dataclass
+class RunFacts:
+    """What the client saw while running a notebook (cell indices), sent from the worker to
+    the grader: each cell's execute reply, the cells that timed out or had their output
+    truncated, the guard's verdict per check cell ("" when verified) and notes."""
+
+    replies: dict[int, dict] = field(default_factory=dict)
+    timeouts: list[int] = field(default_factory=list)
+    truncated: list[int] = field(default_factory=list)
+    guarded: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, client, notes: list[str]) -> RunFacts:
+        return cls(dict(client.replies), list(client.timeouts), sorted(client.truncated),
+                   dict(client.guarded), notes)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunFacts:
+        data = json.loads(text)
+        return cls({int(k): v for k, v in data["replies"].items()}, data["timeouts"],
+                   data["truncated"], {int(k): v for k, v in data["guarded"].items()},
+                   data["notes"])
+
+
+def score(nb: nbformat.NotebookNode, client: RunFacts, points: dict[str, float],
           limits: ResourceLimits) -> list[CellScore]:
     """One ``CellScore`` per graded cell of the instructor (``points``), from the executed
-    ``nb`` and what ``client`` saw: nbgrader's ``determine_grade`` if the guard verified the
+    ``nb`` and what the client saw: nbgrader's ``determine_grade`` if the guard verified the
     check and the kernel replied ok, else 0."""
     from nbgrader.utils import determine_grade
 

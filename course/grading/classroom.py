@@ -19,7 +19,6 @@ import nbformat
 from course.grading.autograde import make_gradebook
 from course.grading.results import NotebookResult, ResourceLimits, graded_cells, write_scores_csv
 from course.grading.runner import grade_notebook
-from course.grading.sandbox import UidPool
 from course.grading.student import find_notebooks
 
 __all__ = ["find_submissions", "grade_class"]
@@ -60,7 +59,6 @@ def grade_class(submissions: Path, sources: Sequence[Path], out_csv: Path | None
         raise FileNotFoundError(
             f"{submissions}: no submitted notebook named like an instructor notebook "
             f"({', '.join(sorted(instructor))})")
-    uids = UidPool(max(1, workers))
     books = tempfile.TemporaryDirectory(prefix="course-gradebooks-")
     gradebooks = {name: make_gradebook(nbformat.read(path, as_version=4), Path(books.name),
                                        path.stem) for name, path in instructor.items()}
@@ -69,7 +67,7 @@ def grade_class(submissions: Path, sources: Sequence[Path], out_csv: Path | None
         student, source, submitted = job
         feedback = (Path(feedback_dir) / student / submitted.name) if feedback_dir else None
         result = grade_notebook(source, submitted, student, limits, feedback=feedback,
-                                sandbox=sandbox, uids=uids, gradebook=gradebooks[source.name])
+                                sandbox=sandbox, gradebook=gradebooks[source.name])
         if log:
             log(f"{student}/{result.notebook}: {result.score:g}/{result.max_score:g} "
                 f"in {result.seconds:.1f} s" + (f" ({'; '.join(result.notes)})"

@@ -1,15 +1,16 @@
-"""Grading one submitted notebook: a private copy, a worker process, a sandboxed kernel, a
-deadline.
+"""Grading one submitted notebook: a private copy, nbgrader's preparation, a worker process
+running a sandboxed kernel, a deadline, nbgrader's scoring.
 
 ``grade_notebook`` (the grader's side) refuses a submission holding symlinks or special files,
-copies the student's folder into a fresh private folder owned by the sandbox's uid, and starts
-a worker process (``python -m course.grading _worker``, outside the sandbox, reading its job on
-stdin and answering on stdout). The worker prepares the notebook with nbgrader's preprocessors
-and runs it with a kernel inside the sandbox; the kernel has no view of the worker, the job,
-the instructor's notebook or other submissions, and its stdout and stderr go to ``/dev/null``,
-so it holds none of the worker's pipes. The worker kills the kernel's sandbox (its whole PID
-namespace) when the notebook ends or its deadline passes; the grader kills the worker when it
-overruns by a minute, and the sandbox dies with it.
+copies the student's folder into a fresh private folder owned by the sandbox's uid, prepares
+the notebook with nbgrader's preprocessors (:mod:`course.grading.autograde`) and starts a
+worker process (``python -m course.grading _worker``, outside the sandbox, reading its job on
+stdin and answering on stdout) that runs it with a kernel inside the sandbox. The kernel has
+no view of the worker, the job, the instructor's notebook or other submissions, and its
+stdout and stderr go to ``/dev/null``, so it holds none of the worker's pipes. The worker
+kills the kernel's sandbox (its whole PID namespace) when the notebook ends or its deadline
+passes and reports what the kernel answered; the grader scores from that report and kills a
+worker that overruns by a minute (the sandbox dies with it).
 
 Limits: each cell has a timeout (the kernel is interrupted; a second timeout in a row kills
 it), the notebook a deadline, the kernel ``ResourceLimits`` (memory, CPU, file size,
@@ -34,8 +35,8 @@ from pathlib import Path
 import nbformat
 
 from course.grading.autograde import (
+    RunFacts,
     guarded_client,
-    make_gradebook,
     prepare_submission,
     sandboxed_manager,
     score,
@@ -55,7 +56,8 @@ from course.grading.student import nbgrader_meta
 
 __all__ = ["grade_notebook", "worker_main"]
 
-_DEFAULT_POOL = UidPool(8)
+_DEFAULT_POOL = UidPool()
+MAX_NOTEBOOK_BYTES = 64 * 2**20
 
 
 def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
@@ -69,44 +71,72 @@ def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
     limits = limits or ResourceLimits()
     instructor_path, submission_path = Path(instructor_path), Path(submission_path)
     start = time.perf_counter()
-    points = graded_cells(nbformat.read(instructor_path, as_version=4))
+    instructor = nbformat.read(instructor_path, as_version=4)
+    points = graded_cells(instructor)
     if sandbox and (problem := sandbox_problem_cached()):
         raise SandboxUnavailable(problem)
     pool = uids or _DEFAULT_POOL
     uid = pool.take() if sandbox and os.geteuid() == 0 else None
+    result = NotebookResult(student, instructor_path.name)
     try:
         with tempfile.TemporaryDirectory(prefix="course-grading-") as tmp:
-            box = Path(tmp) / "box"
+            box, work = Path(tmp) / "box", Path(tmp) / "box" / "work"
             try:
                 if submission_path.is_symlink() or not submission_path.is_file():
                     raise SubmissionRefused(f"{submission_path.name} is a symlink or not a file")
-                private_copy(submission_path.parent, box / "work", owner=uid)
+                if submission_path.stat().st_size > MAX_NOTEBOOK_BYTES:
+                    raise SubmissionRefused(f"{submission_path.name} is over "
+                                            f"{MAX_NOTEBOOK_BYTES // 2**20} MB")
+                private_copy(submission_path.parent, work, owner=uid)
             except (SubmissionRefused, OSError) as err:
-                result = NotebookResult(student, instructor_path.name, notes=[
-                    f"submission refused: {err}"])
+                result.notes.append(f"submission refused: {err}")
                 result.cells = [CellScore(g, 0.0, p, "refused") for g, p in points.items()]
-                result.seconds = time.perf_counter() - start
                 return result
+            try:  # read before the kernel starts: nothing has touched the copy yet
+                nb, notes = prepare_submission(
+                    instructor, nbformat.read(work / submission_path.name, as_version=4),
+                    instructor_path.stem, gradebook)
+            except Exception as err:
+                result.notes.append(f"unreadable notebook: {type(err).__name__}: "
+                                    f"{str(err)[:200]}")
+                result.cells = [CellScore(g, 0.0, p, "missing") for g, p in points.items()]
+                return result
+            result.notes.extend(notes)
             if uid is not None:
                 os.chown(box, uid, uid)
             box.chmod(0o700)
-            executed = Path(tmp) / "executed.ipynb"
-            if gradebook is None:
-                gradebook = make_gradebook(nbformat.read(instructor_path, as_version=4),
-                                           Path(tmp), instructor_path.stem)
-            job = {"gradebook": gradebook, "instructor": str(instructor_path.resolve()), "box": str(box),
-                   "submission": str(box / "work" / submission_path.name), "student": student,
-                   "limits": asdict(limits), "uid": uid, "sandbox": sandbox,
-                   "executed": str(executed)}
-            result = _run_worker(job, limits, points, student, instructor_path.name)
-            if feedback is not None and executed.is_file():
-                Path(feedback).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(executed, feedback)
+            prepared, executed = Path(tmp) / "prepared.ipynb", Path(tmp) / "executed.ipynb"
+            nbformat.write(nb, prepared)
+            graded = [i for i, c in enumerate(nb.cells)
+                      if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("grade_id") in points]
+            job = {"prepared": str(prepared), "executed": str(executed), "box": str(box),
+                   "workdir": str(work), "graded": graded, "limits": asdict(limits),
+                   "uid": uid, "sandbox": sandbox}
+            facts = _run_worker(job, limits)
+            if executed.is_file():
+                nb = nbformat.read(executed, as_version=4)
+                if feedback is not None:
+                    Path(feedback).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(executed, feedback)
+            result.notes.extend(facts.notes)
+            result.cells = score(nb, facts, points, limits)
+            result.notes.extend(_notes(nb, facts, result, points, limits))
     finally:
         if uid is not None:
             pool.give_back(uid)
-    result.seconds = time.perf_counter() - start
+        result.seconds = time.perf_counter() - start
     return result
+
+
+def _notes(nb, facts: RunFacts, result: NotebookResult, points: dict[str, float],
+           limits: ResourceLimits) -> list[str]:
+    notes = [f"{c.grade_id}: {c.status}" + (f" ({c.detail})" if c.detail else "")
+             for c in result.cells if c.status != "passed"]
+    name = {i: nbgrader_meta(c).get("grade_id") or c.get("id") for i, c in enumerate(nb.cells)}
+    notes += [f"cell {name[i]}: output truncated at {limits.output_bytes_per_cell} bytes"
+              for i in facts.truncated]
+    notes += [f"cell {name[i]}: timed out" for i in facts.timeouts if name[i] not in points]
+    return notes
 
 
 _PROBLEM: list[str | None] = []
@@ -119,62 +149,44 @@ def sandbox_problem_cached() -> str | None:
     return _PROBLEM[0]
 
 
-def _run_worker(job: dict, limits: ResourceLimits, points: dict[str, float], student: str,
-                notebook: str) -> NotebookResult:
+def _run_worker(job: dict, limits: ResourceLimits) -> RunFacts:
     proc = subprocess.Popen(
         [sys.executable, "-m", "course.grading", "_worker"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(json.dumps(job).encode(),
                                     timeout=limits.notebook_timeout_s + 60)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # the sandbox dies with its parent
         out, err = proc.communicate()
     lines = out.decode(errors="replace").strip().splitlines()
     try:
-        data = json.loads(lines[-1])
-        cells = [CellScore(**c) for c in data.pop("cells")]
-        return NotebookResult(**data, cells=cells)
+        return RunFacts.from_json(lines[-1])
     except (IndexError, ValueError, TypeError, KeyError):
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
-        result = NotebookResult(student, notebook, notes=[
-            f"the grader's worker failed (exit {proc.returncode}): {' | '.join(tail)}"])
-        result.cells = [CellScore(g, 0.0, p, "not run") for g, p in points.items()]
-        return result
+        return RunFacts(notes=[f"the grader's worker failed (exit {proc.returncode}): "
+                               f"{' | '.join(tail)}"])
 
 
-def _grade_in_worker(job: dict) -> NotebookResult:
-    """The worker's job: prepare, run in the sandbox, score (see the module docstring)."""
+def _execute(job: dict) -> RunFacts:
+    """The worker's job: run the prepared notebook with a kernel in the sandbox, write the
+    executed notebook, return what the client saw."""
     from nbclient.exceptions import DeadKernelError
 
     limits = ResourceLimits(**job["limits"])
-    instructor_path, submission = Path(job["instructor"]), Path(job["submission"])
-    instructor = nbformat.read(instructor_path, as_version=4)
-    points = graded_cells(instructor)
-    result = NotebookResult(job["student"], instructor_path.name)
-    try:
-        nb, notes = prepare_submission(instructor, nbformat.read(submission, as_version=4),
-                                       instructor_path.stem, job["gradebook"])
-    except Exception as err:
-        result.notes.append(f"unreadable notebook: {type(err).__name__}: {str(err)[:200]}")
-        result.cells = [CellScore(g, 0.0, p, "missing") for g, p in points.items()]
-        return result
-    result.notes.extend(notes)
-    box, workdir = Path(job["box"]), submission.parent
+    nb = nbformat.read(job["prepared"], as_version=4)
+    box, workdir = Path(job["box"]), Path(job["workdir"])
     if job["sandbox"]:
         prefix = bwrap_command(box, workdir, job["uid"], limits)
         km = sandboxed_manager(prefix, kernel_env(workdir), box / "kernel", job["uid"])
     else:
         km = sandboxed_manager(limits_command(limits), kernel_env(workdir))
-    graded = {i for i, c in enumerate(nb.cells)
-              if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("grade_id") in points}
     client = guarded_client(
         nb, km=km, timeout=limits.cell_timeout_s, kernel_name="python3", allow_errors=True,
-        interrupt_on_timeout=True, output_cap=limits.output_bytes_per_cell, graded=graded,
-        resources={"metadata": {"path": str(workdir)}}, shutdown_kernel="immediate",
-        startup_timeout=120)
-
+        interrupt_on_timeout=True, output_cap=limits.output_bytes_per_cell,
+        graded=set(job["graded"]), resources={"metadata": {"path": str(workdir)}},
+        shutdown_kernel="immediate", startup_timeout=120)
+    notes: list[str] = []
     done, deadline_hit = threading.Event(), threading.Event()
 
     def kill_sandbox() -> None:
@@ -194,32 +206,20 @@ def _grade_in_worker(job: dict) -> NotebookResult:
     try:
         client.execute()
     except DeadKernelError:
-        result.notes.append("the kernel died or was killed; later cells did not run")
+        notes.append("the kernel died or was killed; later cells did not run")
     except Exception as err:
-        result.notes.append(f"grader error: {type(err).__name__}: {str(err)[:200]}")
+        notes.append(f"grader error: {type(err).__name__}: {str(err)[:200]}")
     finally:
         done.set()
         kill_sandbox()
     if deadline_hit.is_set():
-        result.notes.append(f"notebook ran over {limits.notebook_timeout_s} s and was stopped")
-    result.cells = score(nb, client, points, limits)
-    for c in result.cells:
-        if c.status != "passed":
-            result.notes.append(f"{c.grade_id}: {c.status}" + (f" ({c.detail})" if c.detail else ""))
-    for i in sorted(client.truncated):
-        name = nbgrader_meta(nb.cells[i]).get("grade_id") or nb.cells[i].get("id")
-        result.notes.append(f"cell {name}: output truncated at {limits.output_bytes_per_cell} bytes")
-    for i in client.timeouts:
-        name = nbgrader_meta(nb.cells[i]).get("grade_id") or nb.cells[i].get("id")
-        if name not in points:
-            result.notes.append(f"cell {name}: timed out")
+        notes.append(f"notebook ran over {limits.notebook_timeout_s} s and was stopped")
     nbformat.write(nb, job["executed"])
-    return result
+    return RunFacts.of(client, notes)
 
 
 def worker_main() -> int:
-    """Entry point of a worker process: the job on stdin, the result as JSON on stdout."""
-    result = _grade_in_worker(json.load(sys.stdin))
-    sys.stdout.write("\n" + json.dumps({**asdict(result),
-                                        "cells": [asdict(c) for c in result.cells]}) + "\n")
+    """Entry point of a worker process: the job on stdin, what it saw as JSON on stdout."""
+    facts = _execute(json.load(sys.stdin))
+    sys.stdout.write("\n" + facts.to_json() + "\n")
     return 0

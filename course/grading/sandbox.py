@@ -18,12 +18,14 @@ refuses to run unless told ``sandbox=False`` (then the kernel runs with the grad
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 __all__ = ["SandboxUnavailable", "SubmissionRefused", "UidPool", "bwrap_command",
@@ -58,22 +60,37 @@ def _user_args() -> list[str]:
 
 
 class UidPool:
-    """Hands out one uid per concurrently graded submission (root only)."""
+    """Hands out a uid no other sandbox on this machine is using (root only): ``FIRST_UID``
+    upwards, each held by an ``flock`` on ``/tmp/course-grading-uid-<uid>.lock`` while in
+    use, so parallel workers and parallel grader processes never share one (the process
+    limit counts per uid)."""
 
-    def __init__(self, size: int) -> None:
-        self._free = [FIRST_UID + i for i in range(max(1, size))]
-        self._lock = threading.Condition()
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._held: dict[int, int] = {}
+        self._lock = threading.Lock()
 
     def take(self) -> int:
-        with self._lock:
-            while not self._free:
-                self._lock.wait()
-            return self._free.pop(0)
+        while True:
+            with self._lock:
+                for uid in range(FIRST_UID, FIRST_UID + self.size):
+                    if uid in self._held:
+                        continue
+                    fd = os.open(f"/tmp/course-grading-uid-{uid}.lock", os.O_CREAT | os.O_RDWR,
+                                 0o600)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        os.close(fd)
+                        continue
+                    self._held[uid] = fd
+                    return uid
+            time.sleep(0.5)
 
     def give_back(self, uid: int) -> None:
         with self._lock:
-            self._free.append(uid)
-            self._lock.notify()
+            fd = self._held.pop(uid)
+        os.close(fd)  # releases the flock
 
 
 def private_copy(folder: Path, dest: Path, owner: int | None = None) -> None:
