@@ -20,8 +20,9 @@ DECISION = re.compile(r"^#(\d+) (\w+) \((\d+) tokens\) (kept|dropped): ", re.M)
 
 def _list_after(text: str, label: str) -> list:
     """The Python list printed after ``label`` on its line."""
-    line = next(ln for ln in text.splitlines() if label in ln)
-    return ast.literal_eval(line.split(label, 1)[1].strip())
+    found = re.search(re.escape(label) + r"\s*(\[.*\])", text)
+    assert found, f"no list after {label!r} in:\n{text}"
+    return ast.literal_eval(found.group(1))
 
 
 def _turns(text: str) -> dict[str, dict[int, dict]]:
@@ -177,7 +178,8 @@ def test_remove_message_deletes_trimming_does_not(run):
     removed = int(re.search(r"RemoveMessage, saved messages: (\d+)", text).group(1))
     assert trimmed == 8 and removed < trimmed
     assert "'Hi! I'm Bob.' still saved: trimming True | RemoveMessage False" in text
-    assert "summarize" in run.text("summary-graph")
+    assert re.search(r"summarize --> model", run.text("summary-graph"))
+    assert re.search(r"__start__ --> model", run.text("trimming-graph"))
 
 
 def test_fact_field_keeps_the_name_every_turn(run):
