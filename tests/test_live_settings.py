@@ -21,7 +21,8 @@ from course import models
 from course.settings import CourseSettingError, ModelChoice, parse_model_setting, use_model
 
 BAD_SETTINGS = ["x" * 5000, "Qwen/x#y", "http://[::1/v1", "junk id", "a/b/c", "nobody/", "/x",
-                "http://:80/v1", "http://host:port/v1", "Qwen/..", "-bad/id", "a\nb/c"]
+                "http://:80/v1", "http://host:port/v1", "Qwen/..", "-bad/id", "a\nb/c",
+                "http://127.0.0.1:99999/v1", "https://user@/v1"]
 
 
 @pytest.mark.parametrize("value", BAD_SETTINGS, ids=lambda v: repr(v[:20]))
@@ -31,6 +32,16 @@ def test_bad_setting_is_a_course_setting_error(value):
     message = str(err.value)
     assert "COURSE_MODEL" in message and "Fix" in message
     assert len(message) < 600  # a 5,000-character value is not echoed whole
+
+
+@pytest.mark.parametrize("value", [*BAD_SETTINGS, "http://127.0.0.1:9/v1", "http://[::1]:9/v1"],
+                         ids=lambda v: repr(v[:20]))
+def test_describe_models_reports_a_bad_setting_instead_of_raising(monkeypatch, value):
+    """The doctor's view: every bad setting (or a server that is down) is a reported problem."""
+    monkeypatch.setenv("COURSE_MODEL", value)
+    report = models.describe_models()
+    assert not report.ok and "COURSE_MODEL" in report.problem and "Fix" in report.problem
+    assert "problem: COURSE_MODEL" in str(report)
 
 
 @pytest.mark.parametrize("value", [123, 1.5, ["Qwen/a"], {"a": 1}, b"bundled"])
