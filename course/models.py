@@ -40,7 +40,7 @@ from course.settings import (
 
 __all__ = [
     "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
-    "chat_model", "describe_models", "estimate_weight_bytes", "load_local_model",
+    "chat_model", "check_fits", "describe_models", "estimate_weight_bytes", "load_local_model",
     "notes_tokenizer", "placement", "probe_model", "probe_note", "server_models",
     "smolagents_model", "text_generation_pipeline",
 ]
