@@ -145,6 +145,18 @@ def test_transform_runs_before_the_system_message_is_added():
     assert len(saved_messages(app, "t")) == 4  # the transform does not change what is saved
 
 
+def test_invoke_and_record_wraps_plain_strings_and_records():
+    from langchain_core.language_models.fake import FakeListLLM
+
+    from course.memory.chat_graph import invoke_and_record
+
+    rec = PromptRecorder()
+    reply = invoke_and_record(FakeListLLM(responses=["plain"]), [HumanMessage("q")], rec)
+    assert isinstance(reply, AIMessage) and reply.content == "plain"
+    assert rec.last.reply == "plain" and rec.last.roles() == ["human"]
+    assert invoke_and_record(scripted("x"), [HumanMessage("q")]).content == "x"
+
+
 def test_render_prompt_transcript_for_models_without_a_template():
     text = render_prompt(scripted(), [SystemMessage("s"), HumanMessage("q"), AIMessage("a")])
     assert text.splitlines() == [

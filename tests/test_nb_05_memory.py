@@ -76,6 +76,13 @@ def test_thread_continues_from_its_checkpoint(run):
     assert prompt.rstrip().endswith("<|im_start|>assistant")
 
 
+def test_the_graph_is_drawn_from_itself(run):
+    text = run.text("graph-drawing")
+    edges = re.findall(r"^\s+(\S+) --> (\S+)$", text, flags=re.M)
+    assert sorted(edges) == [("__start__", "model"), ("model", "__end__")]
+    assert run.has_image("graph-drawing")
+
+
 def test_new_thread_starts_empty(run):
     text = run.text("new-thread")
     counts = dict(re.findall(r"saved in '(\w+)'(?: before)?: (\d+) messages", text))

@@ -31,13 +31,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
 from course.checkpoints import thread_config
-from course.models import (
-    agent_is_local,
-    agent_tokenizer,
-    chat_model,
-    notes_tokenizer,
-    text_generation_pipeline,
-)
+from course.models import agent_tokenizer, notes_tokenizer
 
 __all__ = [
     "LANGUAGE_TEMPLATE",
@@ -53,12 +47,12 @@ __all__ = [
     "build_chat_graph",
     "checkpoint_history",
     "format_messages",
+    "invoke_and_record",
     "make_prompt",
     "prompt_size",
     "qwen2_chat_text",
     "render_prompt",
     "saved_messages",
-    "short_chat_model",
 ]
 
 LANGUAGE_TEMPLATE = (
@@ -206,15 +200,22 @@ def prompt_size(messages: Sequence[BaseMessage]) -> PromptSize:
     return PromptSize(counts)
 
 
-def short_chat_model(max_new_tokens: int = 16) -> Any:
-    """The agent model (:func:`course.models.chat_model`) with replies cut to ``max_new_tokens``.
+def invoke_and_record(chat_model: Any, prompt_messages: list[BaseMessage],
+                      recorder: PromptRecorder | None = None) -> BaseMessage:
+    """Call the model on the prompt a node built; record what it received and answered.
 
-    In the kernel: ChatHuggingFace over a greedy pipeline of that length; a server: ChatOpenAI
-    with ``max_tokens`` (short replies keep the chapter quick under every setting).
+    The reply is always a message (a plain string from a non-chat model is wrapped as an
+    ``AIMessage``); ``recorder`` (if given) receives a :class:`ModelCall` with the exact
+    chat-template text.
     """
-    if agent_is_local():
-        return chat_model(text_generation_pipeline(max_new_tokens=max_new_tokens))
-    return chat_model(max_tokens=max_new_tokens)
+    call = ModelCall(prompt_messages, render_prompt(chat_model, prompt_messages))
+    reply = chat_model.invoke(prompt_messages)
+    if not isinstance(reply, BaseMessage):
+        reply = AIMessage(content=str(reply))
+    call.reply = str(reply.content)
+    if recorder is not None:
+        recorder.append(call)
+    return reply
 
 
 def build_chat_graph(
@@ -253,14 +254,7 @@ def build_chat_graph(
             )
         values = {k: state[k] for k in needed}
         prompt_messages = prompt.invoke({**values, "messages": shown}).to_messages()
-        call = ModelCall(prompt_messages, render_prompt(chat_model, prompt_messages))
-        reply = chat_model.invoke(prompt_messages)
-        if not isinstance(reply, BaseMessage):
-            reply = AIMessage(content=str(reply))
-        call.reply = str(reply.content)
-        if recorder is not None:
-            recorder.append(call)
-        return {"messages": [reply]}
+        return {"messages": [invoke_and_record(chat_model, prompt_messages, recorder)]}
 
     builder = StateGraph(state_schema)
     builder.add_node(MODEL_NODE, call_model)
