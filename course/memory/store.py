@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,27 @@ class ScriptedEcho(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
 
+def _run_together(jobs: list[Callable[[], Any]]) -> None:
+    """Run each job in its own Python thread, all released at once; re-raise the first error."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(jobs))
+
+    def run(job: Callable[[], Any]) -> None:
+        try:
+            start.wait()
+            job()
+        except BaseException as err:  # re-raised in the caller
+            errors.append(err)
+
+    workers = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+
+
 def read_thread_from_file(path: str | Path, thread_id: str) -> list[dict]:
     """The messages of ``thread_id`` in the SQLite file ``path``, as ``{type, content}`` dicts.
 
@@ -100,26 +121,14 @@ def run_threads_concurrently(app: Any, conversations: dict[str, list[str]]) -> d
     if not conversations:
         raise ValueError("conversations is empty: give {thread_id: [user messages]}")
     replies: dict[str, list[str]] = {tid: [] for tid in conversations}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(conversations))
 
     def worker(tid: str, turns: list[str]) -> None:
-        try:
-            start.wait()
-            for text in turns:
-                out = app.invoke({"messages": [HumanMessage(text)]}, thread_config(tid))
-                replies[tid].append(str(out["messages"][-1].content))
-        except BaseException as err:  # re-raised in the caller
-            errors.append(err)
+        for text in turns:
+            out = app.invoke({"messages": [HumanMessage(text)]}, thread_config(tid))
+            replies[tid].append(str(out["messages"][-1].content))
 
-    workers = [threading.Thread(target=worker, args=(tid, list(turns)))
-               for tid, turns in conversations.items()]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
+    _run_together([lambda t=tid, turns=list(turns): worker(t, turns)
+                   for tid, turns in conversations.items()])
     return replies
 
 
@@ -214,23 +223,8 @@ def two_writers(path: str | Path, thread_id: str, turns_each: int, mode: str,
                 delay: float = 0.002) -> TwoWriters:
     """Two writers (two connections, in two Python threads) append to one thread at once."""
     reports = [WriterReport("A"), WriterReport("B")]
-    errors: list[BaseException] = []
-    start = threading.Barrier(2)
-
-    def run(report: WriterReport) -> None:
-        try:
-            start.wait()
-            append_turns(path, thread_id, report.writer, turns_each, mode, delay, report)
-        except BaseException as err:  # re-raised below
-            errors.append(err)
-
-    workers = [threading.Thread(target=run, args=(r,)) for r in reports]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
+    _run_together([lambda r=r: append_turns(path, thread_id, r.writer, turns_each, mode, delay, r)
+                   for r in reports])
     saved = [m["content"] for m in read_thread_from_file(path, thread_id) if m["type"] == "human"]
     return TwoWriters(mode, reports, saved)
 
