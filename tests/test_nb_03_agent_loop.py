@@ -133,10 +133,10 @@ def test_graphs_are_drawn_from_the_graphs(run):
 
 def test_limitations_are_demonstrated(run):
     knowing = run.text("limit-knowing")
-    rows = re.findall(r"needs_tool=(True|False) called=(True|False) right=(True|False)", knowing)
+    rows = re.findall(r"needs_tool=(True|False) called=(True|False) decision_right=(True|False)", knowing)
     assert len(rows) == 6 and sum(r[0] == "True" for r in rows) == 3
     assert all((r[0] == r[1]) == (r[2] == "True") for r in rows)  # "right" means called == needed
-    right = int(re.search(r"right: (\d+) of 6", knowing).group(1))
+    right = int(re.search(r"decisions right: (\d+) of 6", knowing).group(1))
     assert right == sum(r[2] == "True" for r in rows)
     tools = run.text("limit-tools")
     naive = re.search(r"naive keyword search: steps=(\d+) searches=(\d+)", tools).groups()

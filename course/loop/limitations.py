@@ -85,10 +85,10 @@ class ToolDecisionTable:
     def __str__(self) -> str:
         lines = [f"tool decisions [measured] model: {self.model}"]
         for r in self.rows:
-            lines.append(f"  needs_tool={r.needs_tool} called={r.called} right={r.right} | "
+            lines.append(f"  needs_tool={r.needs_tool} called={r.called} decision_right={r.right} | "
                          f"{r.question} -> {' '.join(r.reply.split())[:80]!r}")
         (a, n), (b, m) = self.rate(True), self.rate(False)
-        lines.append(f"right: {self.right} of {len(self.rows)} (needs the tool: {a} of {n}; "
+        lines.append(f"decisions right: {self.right} of {len(self.rows)} (needs the tool: {a} of {n}; "
                      f"answerable without it: {b} of {m})")
         return "\n".join(lines)
 
