@@ -17,7 +17,7 @@ from live_models import ServedModel
 from nbharness import NOTEBOOKS, run_notebook
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 
 @pytest.fixture(scope="module")
