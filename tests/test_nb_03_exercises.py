@@ -72,4 +72,4 @@ def test_the_written_question_is_manually_graded_with_a_rubric():
     answer = next(c for c in nb.cells if c.get("id") == "ex5-answer")
     meta = answer.metadata["nbgrader"]
     assert answer.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] >= 1
-    assert "=== BEGIN MARK SCHEME ===" in answer.source and "### BEGIN SOLUTION" in answer.source
+    assert "**Model answer.**" in answer.source and "**Rubric (" in answer.source
