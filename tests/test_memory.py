@@ -104,6 +104,10 @@ def test_checkpoint_table_shows_a_fork_from_update_state():
     app.invoke(None, forked)
     after = checkpoint_history(app, "t")
     assert after.forks() == [before_model.number]
+    ax = after.plot()
+    assert len(ax.collections) == len({r.source for r in after})  # one scatter per source
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(after)
+    assert "fork" in [t.get_text() for t in ax.texts]
     assert [m.content for m in saved_messages(app, "t")] == ["I'm Bob", "y"]
 
 

@@ -150,6 +150,7 @@ def test_time_travel_replay_and_fork(run):
     counts = re.search(r"checkpoints: (\d+) before, (\d+) after; forks at checkpoint\(s\) \[2\]",
                        fork)
     assert counts and int(counts.group(2)) > int(counts.group(1))
+    assert run.has_image("fork-plot")
     latest = fork.split("latest branch:")[1]
     assert "human: Hi! I'm Bob" in latest and "Rob" not in latest
 

@@ -337,6 +337,37 @@ class CheckpointTable:
         return (f"<p>thread <code>{esc(self.thread_id)}</code>: {len(self.rows)} checkpoints</p>"
                 f"<table><tr>{head}</tr>{body}</table>")
 
+    def plot(self, ax: Any = None):
+        """Checkpoints in order (x) against the messages they hold (y), each joined to its
+        parent: a straight thread is one line, a fork is two lines leaving one point."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
+        by_number = {r.number: r for r in self.rows}
+        for row in self.rows:
+            if row.parent is not None:  # a jump back to an older parent is drawn as an arc
+                parent = by_number[row.parent]
+                bend = 0.0 if row.parent == row.number - 1 else 0.25
+                ax.annotate("", xy=(row.number, row.messages),
+                            xytext=(parent.number, parent.messages),
+                            arrowprops={"arrowstyle": "-", "color": "grey",
+                                        "connectionstyle": f"arc3,rad={bend}"}, zorder=1)
+        for source in sorted({str(r.source) for r in self.rows}):
+            mine = [r for r in self.rows if str(r.source) == source]
+            ax.scatter([r.number for r in mine], [r.messages for r in mine], label=source,
+                       zorder=2)
+        for fork in self.forks():
+            ax.annotate("fork", (fork, by_number[fork].messages), textcoords="offset points",
+                        xytext=(0, 8), ha="center")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel("checkpoint (oldest first)")
+        ax.set_ylabel("messages in the state")
+        ax.set_title(f"thread {self.thread_id!r}: each checkpoint joined to its parent")
+        ax.legend(title="source", fontsize=8)
+        return ax
+
 
 def checkpoint_history(app: Any, thread_id: str, width: int = 40) -> CheckpointTable:
     """The checkpoints of ``thread_id`` (LangGraph's ``get_state_history``) as a table."""
