@@ -2,8 +2,9 @@
 
 ``setup_notebook()`` seeds Python, NumPy and torch, sets torch's thread count
 (``COURSE_TORCH_THREADS``; the test harness sets 1, because two kernels share two cores and
-torch threads that compete for a core run several times slower), quiets library warnings that say nothing to a student (the progress bars stay), and returns
-the active model choice so the first cell can print it. It does not load a model.
+torch threads that compete for a core run several times slower), quiets library warnings that
+say nothing to a student (the progress bars stay), and returns the active model choice so the
+first cell can print it. It does not load a model and does not choose one (see course.models).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import random
 import warnings
 
 from course.settings import ModelChoice, active_model
+
+__all__ = ["DEFAULT_SEED", "THREADS_SETTING", "setup_notebook"]
 
 DEFAULT_SEED = 0
 THREADS_SETTING = "COURSE_TORCH_THREADS"
