@@ -91,3 +91,12 @@ def test_prompt_sizes_record_counts_each_prompt():
     assert sizes.tokens("one agent") > 2 * max(sizes.tokens(n) for n in SPECIALIST_TOOLS)
     assert "supply: tools=['get_stock', 'move_stock']; prompt=" in str(sizes)
     assert sizes._repr_html_().count("<tr>") == 5
+
+
+def test_plans_render_themselves():
+    plan = Coordinator().plan("ORD-1")
+    html = plan._repr_html_()
+    assert html.count("<tr>") == len(plan.proposals) + 1 and "ready for confirmation" in html
+    lossy = Coordinator().plan("ORD-1", hand_off="lossy")
+    assert lossy._repr_html_().count("CONFLICT:") == len(lossy.conflicts) > 0
+    assert str(lossy).count("CONFLICT:") == len(lossy.conflicts)

@@ -420,6 +420,21 @@ class CoordinatedPlan:
                                       else "REJECTED by the coordinator, not executed"))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        e = html.escape
+        tasks = "".join(f"<li><b>{e(t.specialist)}</b>: {e(t.text)} <code>{e(str(t.fields))}"
+                        "</code></li>" for t in self.tasks)
+        rows = "".join(f"<tr><td>{e(p.agent)}</td><td><code>{e(p.tool)}</code></td><td>"
+                       f"{e(str(p.arguments))}</td><td>{e(p.risk)}</td><td>{e(p.reason)}</td></tr>"
+                       for p in self.proposals)
+        conflicts = "".join(f"<li style='color:#b00'>CONFLICT: {e(c)}</li>"
+                            for c in self.conflicts)
+        verdict = ("consistent, ready for confirmation" if self.ok
+                   else "REJECTED by the coordinator, not executed")
+        return (f"<b>plan for {e(self.order_id)}</b> (hand-off: {e(self.hand_off)})<ul>{tasks}"
+                "</ul><table><tr><th>agent</th><th>tool</th><th>arguments</th><th>risk</th>"
+                f"<th>reason</th></tr>{rows}</table><ul>{conflicts}</ul>verdict: {verdict}")
+
 
 def check_consistency(order: dict, reports: list[SpecialistReport],
                       stock: dict[str, int]) -> list[str]:
