@@ -405,6 +405,10 @@ def _first_page(browser, url: str, shot: Path) -> tuple[object, str]:
     page.wait_for_selector(".jp-DirListing-item", timeout=30_000)
     page.wait_for_timeout(2000)  # let a pop-up, if any, appear
     page.screenshot(path=str(shot))
+    # The first exercise, as each edition shows it (a stub, or the solution).
+    exercise = page.locator(".jp-CodeCell", has_text="def count_words").first
+    exercise.scroll_into_view_if_needed()
+    exercise.screenshot(path=str(shot.with_name(shot.stem.replace("first", "exercise") + ".png")))
     # textContent: every cell, also those JupyterLab does not paint while out of view.
     text = page.locator(".jp-NotebookPanel:visible .jp-Notebook").first.evaluate(
         "el => el.textContent")
