@@ -53,7 +53,7 @@ TEST_LIMITS = ResourceLimits(cell_timeout_s=5, notebook_timeout_s=90, memory_byt
                              cpu_seconds=120, output_bytes_per_cell=50_000, processes=64,
                              file_size_bytes=64 * 2**20)
 ADVERSARIAL = FIXTURES / "submissions_adversarial"
-ODD_ONES = ("edited_checks", "not_json", "symlink")
+ODD_ONES = ("edited_checks", "not_json", "symlink", "sabotaged_guard")
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -61,7 +61,9 @@ def _read(path: Path) -> nbformat.NotebookNode:
 
 
 def _check_cells(nb: nbformat.NotebookNode) -> list[str]:
-    return [c.id for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    """The autograded check cells (written answers are graded by hand and print nothing)."""
+    return [c.id for c in nb.cells if c.cell_type == "code"
+            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
 
 
 # ----------------------------------------------------------------------------- student edition
@@ -259,18 +261,23 @@ def test_command_line_writes_student_edition(tmp_path):
 
 
 def _leftovers() -> list[str]:
-    """Processes a graded notebook left behind: run by a sandbox uid, or an attack's child."""
+    """Processes a graded notebook left behind (run by a sandbox uid): an attack's child, or a
+    kernel (a fork bomb's children are copies of it) whose grading folder is already deleted. Kernels of a grading
+    still running elsewhere (another test file) keep their folder and do not count."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\0")
             uid = os.stat(f"/proc/{pid}").st_uid
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if FIRST_UID <= uid < FIRST_UID + 64 or MARKER in cmdline or cmdline == "sleep 300 ":
-            found.append(f"{pid} uid={uid} {cmdline[:80]}")
+        cmdline = " ".join(args)
+        folders = [Path(a).parent for a in args if "/course-grading-" in a]
+        if uid >= FIRST_UID and (MARKER in cmdline or args[:2] == ["sleep", "300"]
+                                 or any(not folder.exists() for folder in folders)):
+            found.append(f"{pid} {cmdline[:100]}")
     return found
 
 
@@ -321,3 +328,24 @@ def test_a_check_scores_only_when_the_guard_confirms_it(adversarial):
     for kind in ("unset_env", "rebind_check", "ast_transformer", "imports_cell"):
         statuses = {c.grade_id: c.status for c in results[kind].cells}
         assert statuses == dict.fromkeys(statuses, "failed"), (kind, results[kind].notes)
+    # right answers and no error, but the guard could not confirm the genuine check: 0
+    sabotaged = {c.grade_id: c.status for c in results["sabotaged_guard"].cells}
+    assert sabotaged == dict.fromkeys(sabotaged, "unverified"), results["sabotaged_guard"].notes
+
+
+def test_private_copy_refuses_links_and_special_files(tmp_path):
+    from course.grading.sandbox import SubmissionRefused, private_copy
+
+    student = tmp_path / "alice"
+    (student / "data").mkdir(parents=True)
+    (student / "practice.ipynb").write_text("{}")
+    (student / "data" / "notes.txt").write_text("mine")
+    private_copy(student, tmp_path / "copy")
+    assert (tmp_path / "copy" / "data" / "notes.txt").read_text() == "mine"
+    (student / "data" / "classmate.ipynb").symlink_to("/etc/hostname")
+    with pytest.raises(SubmissionRefused, match=r"classmate\.ipynb is a symlink"):
+        private_copy(student, tmp_path / "copy2")
+    (student / "data" / "classmate.ipynb").unlink()
+    os.mkfifo(student / "pipe")
+    with pytest.raises(SubmissionRefused, match="pipe is not a regular file"):
+        private_copy(student, tmp_path / "copy3")
