@@ -187,3 +187,24 @@ def test_langchain_tool_goes_through_a_registry():
     shared = ToolRegistry()
     langchain_tool(get_weather, shared, name="weather")
     assert shared.names() == ["weather"]
+
+
+def test_a_policy_that_raises_vetoes_the_call():
+    from course.tools.gateway import Policy
+
+    ran = []
+
+    def weather(city: str) -> str:
+        """Weather.
+
+        Args:
+            city: a city
+        """
+        ran.append(city)
+        return "sunny"
+
+    reg = ToolRegistry()
+    reg.register(weather)
+    gateway = ToolGateway(reg, {"agent": {"read"}}, policies=[Policy("broken", lambda t, a: 1 / 0)])
+    result = gateway.execute("weather", {"city": "Paris"}, subject="agent")
+    assert result.status == "vetoed" and "ZeroDivisionError" in result.content and ran == []

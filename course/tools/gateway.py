@@ -47,7 +47,8 @@ class Policy:
     """A deterministic veto: ``rule(tool, arguments)`` returns a reason to refuse, or ``None``.
 
     ``tools`` limits the policy to some tool names (empty: every tool). The rule is ordinary
-    code, so the same call is refused every time, whatever the model says.
+    code, so the same call is refused every time, whatever the model says. A rule that raises
+    vetoes the call (fail closed).
     """
 
     name: str
@@ -183,7 +184,10 @@ class ToolGateway:
             result = ToolResult(name, args_record, "subject_not_permitted", message)
             return self._record(subject, name, spec.risk, args_record, "refused", result)
         for policy in self.policies:
-            reason = policy.veto(name, args_record)
+            try:
+                reason = policy.veto(name, args_record)
+            except Exception as err:  # a broken policy fails closed: the call does not run
+                reason = f"the policy itself failed ({type(err).__name__}), so the call is refused"
             if reason:
                 message = REFUSALS["vetoed"].format(policy=policy.name, tool=name, reason=reason)
                 result = ToolResult(name, args_record, "vetoed", message)
