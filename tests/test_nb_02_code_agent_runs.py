@@ -90,6 +90,9 @@ def test_checks_flag_exactly_the_note_runs(run):
 
 def test_reference_runs_show_recorded_and_measured(run):
     text = run.text("reference-runs")
+    for published in (2152, 2059):  # step 1 of each 72B run, counted here with the Qwen3 tokenizer
+        step1 = re.search(rf"step 1: input={published} \[recorded\].*qwen_prompt=(\d+)", text)
+        assert abs(int(step1.group(1)) - published) <= 60, (published, step1.group(1))
     assert "code reconstructed from the published step descriptions" in text
     assert re.search(r"step 3: input=10191 \[recorded\]", text)
     assert re.search(r"step 3: input=6885 \[recorded\]", text)
