@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
 
-.PHONY: install assets browser lab lab-instructor restore test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader clean
+.PHONY: install assets browser lab lab-instructor restore book test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader clean
 
 install: $(STAMP)
 
@@ -73,8 +73,12 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "make test needs Debian's chromium for the browser test: sudo apt-get install -y chromium"; exit 1; fi
 
+# The notebook tests save their executed notebooks in build/executed (COURSE_SAVE_EXECUTED);
+# the website test and `make book` reuse those whose source has not changed since.
+EXECUTED := build/executed
 test: assets browser sandbox
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 COURSE_SAVE_EXECUTED=$(CURDIR)/$(EXECUTED) \
+		scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -120,6 +124,11 @@ nbgrader-export: install
 nbgrader-formgrader: assets
 	cd $(NBGRADER_COURSE) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
 		$(CURDIR)/$(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) --ServerApp.root_dir=.
+
+# The workbook as a static website (book/build.py): the instructor edition executed, rendered by
+# Sphinx + myst-nb into build/book/html (open build/book/html/index.html).
+book: assets
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) book/build.py --reuse $(EXECUTED) --out build/book
 
 benchmark: assets
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py

@@ -1,0 +1,172 @@
+"""The workbook as a website: `make book`'s site, walked in headless Chromium.
+
+The site is built by ``book/build.py`` (what `make book` runs) into a temporary folder, from the
+notebook runs the notebook tests saved in ``build/executed`` (``make test`` sets
+``COURSE_SAVE_EXECUTED``) where their source is unchanged, else from fresh runs. It is served on
+localhost; Chromium opens the index, follows the sidebar's navigation to every chapter of the
+README's chapter map, and compares each page with the executed notebook it was made from: the
+title, as many figures and output tables as the notebook's outputs hold, a note in place of each
+widget, and every output line that carries a provenance label (measured, recorded,
+reconstructed, derived, scripted) shown as the notebook shows it. The page must load nothing
+from outside localhost and log no console error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = ROOT / "build" / "executed"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+PROVENANCE = re.compile(r"\b(measured|recorded|reconstructed|derived|scripted)\b", re.I)
+
+
+def _book_module():
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its worker processes find _execute by this name
+    spec.loader.exec_module(module)
+    return module
+
+
+book = _book_module()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    index = book.build_book(out, reuse=EXECUTED if EXECUTED.is_dir() else None)
+    assert index.exists()
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                               "127.0.0.1", "-d", str(index.parent)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{url}/index.html", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield {"url": url, "src": out / "src"}
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("the website test needs Debian's chromium: apt-get install -y chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def expected(nb: nbformat.NotebookNode) -> dict:
+    """What the page of ``nb`` must show: counts of figures, tables and widget notes, and the
+    plain-text output lines that carry a provenance label."""
+    images = tables = widgets = 0
+    labelled: list[str] = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            html = data.get("text/html", "")
+            if book.WIDGET_NOTE in data.get("text/plain", ""):
+                widgets += 1
+                continue
+            # myst-nb shows one representation: HTML before a PNG, a PNG before plain text.
+            images += ("image/png" in data and not html) + len(re.findall(r"<img\b", html))
+            tables += len(re.findall(r"<table\b", html))
+            text = out.get("text", "") if out.get("output_type") == "stream" else \
+                ("" if html else data.get("text/plain", ""))
+            text = ANSI.sub("", text)
+            labelled += [_squash(line) for line in text.splitlines()
+                         if PROVENANCE.search(line) and _squash(line)]
+    return {"images": images, "tables": tables, "widgets": widgets, "labelled": labelled}
+
+
+def test_the_navigation_reaches_every_chapter_with_its_outputs(site, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda m: errors.append(m.text)
+            if m.type == "error" and "Failed to load resource" not in m.text else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(site["url"]) else outside.append(r.url))
+    # Chromium asks every site for /favicon.ico; the site has none, and that is no error.
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+
+    chapters = book.chapter_map()
+    seen = {"images": 0, "tables": 0, "labelled": 0}
+    for stem, _teaches in chapters:
+        page.goto(f"{site['url']}/index.html")
+        nav = page.locator(".sphinxsidebar a.reference.internal")
+        assert stem in " ".join(nav.evaluate_all("els => els.map(e => e.href)")), stem
+        page.locator(f'.sphinxsidebar a.reference.internal[href="{stem}.html"]').first.click()
+        page.wait_for_load_state()
+        assert page.url.endswith(f"/{stem}.html"), page.url
+
+        nb = nbformat.read(site["src"] / f"{stem}.ipynb", as_version=4)
+        title = nb.cells[0].source.splitlines()[0].lstrip("# ").strip()
+        assert _squash(page.locator("h1").first.inner_text()).rstrip("¶#").strip() == title
+
+        want = expected(nb)
+        outputs = page.locator(".cell_output")
+        assert page.locator(".cell_output img").count() == want["images"], stem
+        assert page.locator(".cell_output table").count() == want["tables"], stem
+        assert page.locator(".cell_output .widget-note").count() == want["widgets"], stem
+        shown = _squash(" ".join(outputs.all_inner_texts()))
+        missing = [line for line in want["labelled"] if line not in shown]
+        assert missing == [], f"{stem}: provenance lines not shown as in the notebook: {missing}"
+        for key in seen:
+            seen[key] += want[key] if key != "labelled" else len(want["labelled"])
+        print(f"{stem}: {want['images']} figures, {want['tables']} tables, "
+              f"{want['widgets']} widget notes, {len(want['labelled'])} labelled lines")
+
+    # The site as a whole shows figures, tables (the trace tables) and provenance labels.
+    assert seen["images"] > 0 and seen["tables"] > 0 and seen["labelled"] > 0, seen
+    assert errors == [], errors
+    assert outside == [], f"the site loads from outside localhost: {outside}"
+    page.close()
+
+
+def test_the_code_agent_chapter_shows_its_trace_table_figures_and_stepper_text(site, browser):
+    page = browser.new_page()
+    page.goto(f"{site['url']}/02_code_agent_runs.html")
+    # The runs side by side: one row per run, its steps and token figures with their labels.
+    tables = page.locator(".cell_output table").all_inner_texts()
+    header = r"(?i)\bsteps\b.*\binput\b.*\boutput\b"
+    assert any(re.search(header, t.splitlines()[0]) and re.search(r"\brecorded\b", t)
+               for t in tables), tables[:3]
+    assert page.locator(".cell_output img").count() >= 2  # the Bond image, the prompt growth
+    # Each trace stepper: the note, then the first step as the widget shows it.
+    steppers = page.locator(".cell_output pre.widget-text").all_inner_texts()
+    assert steppers and all(re.match(r"step 1 of \d+", t) for t in steppers), steppers[:2]
+    page.close()
