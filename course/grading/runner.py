@@ -51,6 +51,7 @@ from course.grading.sandbox import (
     limits_command,
     private_copy,
     sandbox_problem,
+    share_caches,
 )
 from course.grading.student import nbgrader_meta
 
@@ -143,9 +144,12 @@ _PROBLEM: list[str | None] = []
 
 
 def sandbox_problem_cached() -> str | None:
-    """``sandbox_problem()``, asked once per process."""
+    """``sandbox_problem()``, asked once per process (which also makes the model caches
+    readable by the sandbox's uid, see ``share_caches``)."""
     if not _PROBLEM:
         _PROBLEM.append(sandbox_problem())
+        if _PROBLEM[0] is None:
+            share_caches()
     return _PROBLEM[0]
 
 

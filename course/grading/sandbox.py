@@ -28,8 +28,18 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["SandboxUnavailable", "SubmissionRefused", "UidPool", "bwrap_command",
-           "kernel_env", "limits_command", "private_copy", "readable_paths", "sandbox_problem"]
+__all__ = [
+    "SandboxUnavailable",
+    "SubmissionRefused",
+    "UidPool",
+    "bwrap_command",
+    "kernel_env",
+    "limits_command",
+    "private_copy",
+    "readable_paths",
+    "sandbox_problem",
+    "share_caches",
+]
 
 FIRST_UID = 61000  # slot i runs as FIRST_UID + i when the grader is root
 
@@ -176,6 +186,30 @@ def bwrap_command(box: Path, workdir: Path, uid: int | None, limits) -> list[str
                     f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                     "--bounding-set=-all"]
     return [*command, "--"]
+
+
+def share_caches() -> list[str]:
+    """Make the model caches readable by the sandbox's uid (root only): files the course or
+    transformers wrote as ``0600`` (a converted ``model.safetensors``) would otherwise make the
+    kernel try to rebuild them, and fail on the read-only mount. Only the course cache and the
+    Hugging Face hub cache are touched (public model files); returns the paths changed."""
+    from course.assets import course_cache_dir, hub_cache_dir
+
+    changed = []
+    if os.geteuid() != 0:
+        return changed
+    for top in (course_cache_dir(), hub_cache_dir()):
+        if not top.is_dir():
+            continue
+        for path in (top, *top.rglob("*")):
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            want = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(st.st_mode) else 0)
+            if st.st_mode & want != want:
+                path.chmod(st.st_mode | want)
+                changed.append(str(path))
+    return changed
 
 
 def kernel_env(workdir: Path) -> dict[str, str]:
