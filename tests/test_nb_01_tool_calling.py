@@ -207,3 +207,56 @@ def test_closing_figures_and_exercises(run):
     assert "constrained = 100%" in closing
     for n, title in [(1, "check_reply"), (2, "best_region"), (3, "refund_rule")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
+
+
+def test_tool_count_accuracy_is_measured(run):
+    text = run.text("tool-count")
+    rows = re.findall(r"^\s+(\d+) tools shown: accuracy (\d\.\d\d) \(draws (\d\.\d\d)-(\d\.\d\d), "
+                      r"(\d+) draw\(s\) x (\d+) requests, prompt up to (\d+) tokens\)", text, re.M)
+    assert [int(r[0]) for r in rows] == [5, 10]
+    for _, mean, low, high, _, total, _ in rows:
+        assert float(low) <= float(mean) <= float(high) and int(total) == 3
+    tokens = [int(r[6]) for r in rows]
+    assert tokens[1] > tokens[0]  # 10 tools cost more prompt than 5
+    retrieval = re.search(r"BM25 top-5: accuracy (\d\.\d\d)", text)
+    assert retrieval and 0 <= float(retrieval.group(1)) <= 1
+    assert "[measured]" in text.splitlines()[0]
+    assert run.has_image("tool-count-plot")
+
+
+def test_slot_filling_calls_only_when_valid(run):
+    text = run.text("slot-filling")
+    slots = [eval(s) for s in re.findall(r"slots: (\{.*\})", text)]
+    assert slots == [{"order_id": "O-3"}, {"order_id": "O-3", "amount": "forty"},
+                     {"order_id": "O-3", "amount": 40.0, "reason": "damaged"}]
+    replies = re.findall(r"graph: (.*)", text)
+    assert "still need: amount, reason" in replies[0]
+    assert "amount='forty' (expected number)" in replies[1]
+    assert replies[2] == "refund request for 40.00 EUR on O-3 (damaged) filed"
+    assert _field(text, "the tool ran:") == "True"
+
+
+def test_mcp_as_a_node(run):
+    text = run.text("mcp-node")
+    assert dict(re.findall(r"node lookup (O-\d): (.*)", text)) == {
+        "O-1": "shipped on 2024-03-02", "O-2": "waiting for payment",
+        "O-9": "Order 'O-9' does not exist."}
+    assert "as a node: 0 model turns" in text
+
+
+def test_six_tool_kinds_through_one_door(run):
+    text = run.text("tool-kinds")
+    rows = re.findall(r"^(\w+) (\{.*\}) -> \[(\w+)\] (.*)$", text, re.M)
+    assert [(name, status) for name, _, status, _ in rows] == [
+        ("exchange_rate", "ok"), ("exchange_rate", "invalid_arguments"),
+        ("run_command", "ok"), ("run_command", "invalid_arguments"),
+        ("read_note", "ok"), ("read_note", "refused"),
+        ("find_customers", "ok"), ("find_customers", "ok"),
+        ("loan_payment", "ok"), ("web_search", "ok")]
+    contents = [content for *_, content in rows]
+    assert contents[0] == "1.0842" and re.fullmatch(r"\d{4}-\d\d-\d\d", contents[2])
+    assert "outside the notes folder" in contents[5]
+    assert re.findall(r'"id": "(C-\d+)"', contents[6]) == ["C-1001", "C-1004"]
+    assert contents[7] == "[]"  # the injection is a search string, not SQL
+    assert contents[8] == "299.71"
+    assert contents[9].startswith("https://example.org/refunds")
