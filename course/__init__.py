@@ -18,9 +18,11 @@ notebook                lesson code                                    widget
 Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each
 library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doctor`,
 :mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
-:mod:`course.checkpoints` (threads and SQLite), :mod:`course.grading` (student edition and the
-class grader). Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a
-Hugging Face model is chosen), before any Hugging Face library is imported.
+:mod:`course.checkpoints` (threads and the SQLite checkpointer), :mod:`course.drawing` (figures
+and LangGraph graphs drawn offline), :mod:`course.workspace` (the student's copy of the
+notebooks) and the package :mod:`course.grading` (student edition and the class grader).
+Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face
+model is chosen), before any Hugging Face library is imported.
 """
 
 from course.settings import apply_offline_default

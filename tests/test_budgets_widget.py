@@ -5,7 +5,7 @@ import pytest
 from course.agents.offline_tools import make_tools
 from course.loop.agent_loop import StopReason, run_loop
 from course.loop.scenarios import stuck_search_model
-from widgets.budget_explorer import BudgetsWidget
+from widgets.budget_explorer import BudgetExplorer
 
 TASK = "What is the current weather in Paris?"
 
@@ -17,7 +17,7 @@ def tools():
 
 @pytest.fixture
 def widget(tools):
-    return BudgetsWidget(lambda limits: run_loop(TASK, stuck_search_model(), tools, limits),
+    return BudgetExplorer(lambda limits: run_loop(TASK, stuck_search_model(), tools, limits),
                          max_steps=12)
 
 
@@ -69,4 +69,4 @@ def test_box_and_bad_input(widget):
     assert widget.view.value.startswith(widget.run._repr_html_())  # the record renders itself
     assert "word-and-punctuation count" in widget.view.value  # the token unit is named
     with pytest.raises(TypeError, match="run_with"):
-        BudgetsWidget("not a function")
+        BudgetExplorer("not a function")

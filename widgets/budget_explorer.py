@@ -24,10 +24,10 @@ import ipywidgets as w
 
 from course.loop.agent_loop import LoopRun, StopRules
 
-__all__ = ["BudgetsWidget"]
+__all__ = ["BudgetExplorer"]
 
 
-class BudgetsWidget(w.VBox):
+class BudgetExplorer(w.VBox):
     """Sliders for the stop rules of a run; shows where the run stops, why, and the tokens."""
 
     def __init__(

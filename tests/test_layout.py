@@ -1,0 +1,91 @@
+"""The package's map holds: chapters import only earlier chapters, machinery no chapter, no cycles."""
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ["course.tools", "course.agents", "course.loop", "course.guards", "course.memory",
+            "course.trimming"]  # in chapter order, 01 to 06
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def _imports() -> dict[str, set[str]]:
+    """Every course/widgets module -> the course/widgets modules it imports (lazy ones too)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted([*ROOT.glob("course/**/*.py"), *ROOT.glob("widgets/*.py")]):
+        name = _module_name(path)
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from course.grading import guard` imports the submodule, not the package
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        graph[name] = {m for m in found if m.split(".")[0] in ("course", "widgets") and m != name}
+    return graph
+
+
+def _chapter(module: str) -> int | None:
+    for index, package in enumerate(CHAPTERS):
+        if module == package or module.startswith(package + "."):
+            return index
+    return None
+
+
+def test_the_map_names_every_chapter_package_and_widget():
+    text = (ROOT / "course" / "__init__.py").read_text() + (ROOT / "README.md").read_text()
+    for package in CHAPTERS:
+        assert package in text and (ROOT / package.replace(".", "/") / "__init__.py").is_file()
+    for widget in sorted((ROOT / "widgets").glob("*.py")):
+        if widget.stem != "__init__":
+            assert f"widgets/{widget.name}" in text, f"{widget.name} is not in the README's map"
+
+
+@pytest.mark.parametrize("module", sorted(_imports()))
+def test_chapters_import_only_earlier_chapters_and_machinery_none(module):
+    own = _chapter(module)
+    for target in _imports()[module]:
+        theirs = _chapter(target)
+        if theirs is None:
+            continue
+        if own is None:
+            assert module.startswith("widgets."), f"machinery module {module} imports {target}"
+        else:
+            assert theirs <= own, f"{module} (chapter 0{own + 1}) imports a later chapter: {target}"
+
+
+def test_no_import_cycles():
+    graph = _imports()
+    modules = set(graph)
+
+    def resolve(target: str) -> str | None:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    edges = {m: {r for t in graph[m] if (r := resolve(t)) and r != m} for m in graph}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in edges[node]:
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt):], nxt] if nxt in path else [node, nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
