@@ -22,7 +22,6 @@ import re
 from typing import Any, NotRequired
 
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
@@ -35,9 +34,8 @@ from langgraph.graph import START, StateGraph
 from course.memory.chat_graph import (
     LANGUAGE_TEMPLATE,
     LanguageState,
-    ModelCall,
     PromptRecorder,
-    render_prompt,
+    invoke_and_record,
 )
 from course.trimming.examples import ORIGINAL_SETTINGS
 from course.trimming.graph import build_trimming_graph
@@ -150,14 +148,7 @@ def build_summary_graph(chat_model: Any, token_counter: Any, *, max_tokens: int,
 
     def call_model(state: dict) -> dict:
         prompt = fit(state, state.get("summary", ""), state.get("summarized", 0))
-        call = ModelCall(prompt, render_prompt(chat_model, prompt))
-        reply = chat_model.invoke(prompt)
-        if not isinstance(reply, BaseMessage):
-            reply = AIMessage(content=str(reply))
-        call.reply = str(reply.content)
-        if recorder is not None:
-            recorder.append(call)
-        return {"messages": [reply]}
+        return {"messages": [invoke_and_record(chat_model, prompt, recorder)]}
 
     builder = StateGraph(SummaryState)
     builder.add_node("summarize", summarize)
