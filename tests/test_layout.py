@@ -44,8 +44,14 @@ def _chapter(module: str) -> int | None:
 
 def test_the_map_names_every_chapter_package_and_widget():
     text = (ROOT / "course" / "__init__.py").read_text() + (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for package in CHAPTERS:
         assert package in text and (ROOT / package.replace(".", "/") / "__init__.py").is_file()
+        folder = package.replace(".", "/")
+        row = next(line for line in readme.splitlines() if f"`{folder}/`" in line)
+        for module in sorted((ROOT / folder).glob("*.py")):
+            if module.stem != "__init__":
+                assert f"`{module.stem}`" in row, f"README's row for {folder} omits {module.stem}"
     for widget in sorted((ROOT / "widgets").glob("*.py")):
         if widget.stem != "__init__":
             assert f"widgets/{widget.name}" in text, f"{widget.name} is not in the README's map"
