@@ -80,9 +80,17 @@ def _shown(raw: str) -> str:
     return repr(raw if len(raw) <= 80 else raw[:60] + "...")
 
 
+def _expand(raw: str) -> Path:
+    """``raw`` as a path with ``~`` expanded (``~nobody`` with no such user stays as written)."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # "Could not determine home directory"
+        return Path(raw)
+
+
 def _is_dir(raw: str) -> bool:
     try:
-        return Path(raw).expanduser().is_dir()
+        return _expand(raw).is_dir()
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         return False
 
@@ -117,7 +125,7 @@ def parse_model_setting(value: object) -> ModelChoice:
     if raw.startswith(("http://", "https://")):
         return _parse_server(raw)
     if raw.startswith(("/", "./", "../", "~")) or _is_dir(raw):
-        path = Path(raw).expanduser()
+        path = _expand(raw)
         if not _is_dir(raw) or not (path / "config.json").is_file():
             raise CourseSettingError(
                 f"{MODEL_SETTING}={_shown(raw)} is a path, but {path} holds no transformers model "

@@ -48,7 +48,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-RUN_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 900  # a chapter with live model runs, beside another test worker on 2 cores
 # Console messages that are not errors of the workbook (none so far; add with a reason).
 ALLOWED_CONSOLE_ERRORS: list[str] = []
 

@@ -177,8 +177,9 @@ def bwrap_command(box: Path, workdir: Path, uid: int | None, limits) -> list[str
         binds += [*_parents(path), "--ro-bind", str(path), str(path)]
     command = [*limits_command(limits), "bwrap", "--unshare-pid", "--unshare-net",
                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", *_user_args(),
-               "--die-with-parent", "--new-session", *_system_binds(), *binds,
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_parents(box),
+               "--die-with-parent", "--new-session", *_system_binds(),
+               # /tmp first: a checkout or a venv under /tmp (CI clones there) is bound on top
+               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *binds, *_parents(box),
                "--bind", str(box), str(box), "--chdir", str(workdir),
                "--unsetenv", "JPY_PARENT_PID"]
     if uid is not None:  # root: drop to the slot's uid, no capabilities left
