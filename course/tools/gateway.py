@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -89,10 +90,13 @@ class AuditLog:
     """Every decision the gateway made, in order."""
 
     records: list[AuditRecord] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, record: AuditRecord) -> None:
-        """Append one decision."""
-        self.records.append(record)
+        """Append one decision and number it (LangGraph's ToolNode runs calls in threads)."""
+        with self._lock:
+            record.seq = len(self.records) + 1
+            self.records.append(record)
 
     def decisions(self) -> list[str]:
         """The decision of every record, in order (handy in tests)."""
@@ -160,7 +164,7 @@ class ToolGateway:
 
     def _record(self, subject: str, tool: str, risk: str, arguments: dict[str, Any],
                 decision: str, result: ToolResult, approver: str = "") -> ToolResult:
-        self.audit.add(AuditRecord(len(self.audit) + 1, subject, tool, risk, arguments,
+        self.audit.add(AuditRecord(0, subject, tool, risk, arguments,
                                    decision, result.status, result.content, approver,
                                    time.time()))
         return result
