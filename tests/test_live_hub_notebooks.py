@@ -5,13 +5,21 @@ The test writes a Hugging Face cache in which the bundled model is
 points the kernel's ``HF_HUB_CACHE`` at it and sets ``COURSE_MODEL`` to the id: the path a user
 with network (or a prepared cache) takes. Nothing is downloaded (``HF_HUB_OFFLINE=1``). The
 lessons' values are asserted by the bundled runs; this module asserts what the setting changes.
+
+What runs is the *student edition* of each notebook (``course.grading.student_edition``: stubs
+instead of solutions, hidden tests removed), as a student who picked a hub model would run it.
+So the same run also shows that the student edition runs top to bottom and prints
+``[not yet done]`` under every graded check (issue 16), without executing every chapter once
+more for that alone.
 """
 
 import re
 
+import nbformat
 import pytest
 
 from course.assets import converted_model_dir
+from course.grading import student_edition
 from live_models import HUB_ID, write_hub_cache
 from nbharness import NOTEBOOKS, run_notebook
 
@@ -25,10 +33,18 @@ def hub_cache(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_with_a_hub_id(hub_cache, name):
-    run = run_notebook(NOTEBOOKS / name,
+def test_student_edition_runs_with_a_hub_id(hub_cache, name, tmp_path):
+    source = nbformat.read(NOTEBOOKS / name, as_version=4)
+    checks = [c.id for c in source.cells if c.cell_type == "code"
+              and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    nbformat.write(student_edition(source), tmp_path / name)
+    run = run_notebook(tmp_path / name,
                        env={"COURSE_MODEL": HUB_ID, "HF_HUB_CACHE": str(hub_cache)})
-    print(f"\n{name} with {HUB_ID}: {run.seconds:.1f} s")
+    print(f"\n{name}, student edition, with {HUB_ID}: {run.seconds:.1f} s")
+    assert checks, f"{name} has no graded check"
+    for cell_id in checks:
+        assert "[not yet done]" in run.text(cell_id), (name, cell_id, run.text(cell_id))
+        assert "[passed]" not in run.text(cell_id), (name, cell_id)
     for line in re.findall(r"^probe model: .*$", run.all_text(), re.M):
         assert line.startswith(f"probe model: {HUB_ID}, the same model as the agent"), (name, line)
     if name == "00_start_here.ipynb":
