@@ -131,7 +131,10 @@ def lab(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_MODEL", "MPLBACKEND")}
     env.update({"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "TOKENIZERS_PARALLELISM": "false", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+                "TOKENIZERS_PARALLELISM": "false", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+                # The chapters run at once, one kernel each, beside another test worker: one
+                # torch thread per kernel, as in nbharness.kernel_env (2 cores in all).
+                "COURSE_TORCH_THREADS": "1"})
     log = (root / "lab.log").open("w")
     server = subprocess.Popen(
         [str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root",

@@ -1,4 +1,10 @@
-"""``python -m course doctor`` passes here and fails with a clear line when an asset is missing."""
+"""``python -m course doctor`` passes here and fails with a clear line when an asset is missing.
+
+The command line itself runs in a subprocess where the setting must reach a fresh interpreter
+(``HF_HUB_CACHE`` is read when huggingface_hub is imported); the other cases call the same
+``course.doctor.report()`` in this process with the setting in the environment, which skips the
+~10 s of imports a new interpreter pays.
+"""
 
 import http.server
 import os
@@ -14,6 +20,17 @@ def doctor(**env):
     full = dict(os.environ, HF_HUB_OFFLINE="1", **env)
     return subprocess.run([sys.executable, "-m", "course", "doctor"], env=full,
                           capture_output=True, text=True, timeout=120)
+
+
+def doctor_here(monkeypatch, capsys, **env) -> tuple[bool, str]:
+    """``report()`` in this process under ``env``: (every required check passed, what it printed)."""
+    from course.doctor import report
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    ok = report()
+    return ok, capsys.readouterr().out
 
 
 def test_doctor_passes_on_a_prepared_machine():
@@ -39,13 +56,13 @@ def test_doctor_fails_without_the_prepared_model(tmp_path):
     assert "no converted copy" in line and "python -m course prepare" in line
 
 
-def test_doctor_names_a_bad_model_setting():
-    out = doctor(COURSE_MODEL="nobody/no-such-model-xyz")
-    assert out.returncode == 1
-    assert "COURSE_MODEL='nobody/no-such-model-xyz'" in out.stdout
+def test_doctor_names_a_bad_model_setting(monkeypatch, capsys):
+    ok, out = doctor_here(monkeypatch, capsys, COURSE_MODEL="nobody/no-such-model-xyz")
+    assert not ok
+    assert "COURSE_MODEL='nobody/no-such-model-xyz'" in out
 
 
-def test_doctor_fails_on_a_truncated_model_copy(tmp_path):
+def test_doctor_fails_on_a_truncated_model_copy(tmp_path, monkeypatch, capsys):
     from course.assets import converted_model_dir
 
     real = converted_model_dir()
@@ -54,9 +71,9 @@ def test_doctor_fails_on_a_truncated_model_copy(tmp_path):
     (copy / "tokenizer.json").write_bytes((real / "tokenizer.json").read_bytes())
     with (real / "model.safetensors").open("rb") as src:
         (copy / "model.safetensors").write_bytes(src.read(200_000))  # a copy cut short
-    out = doctor(COURSE_CACHE=str(tmp_path))
-    assert out.returncode == 1 and "Traceback" not in out.stderr
-    line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
+    ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(tmp_path))
+    assert not ok
+    line = next(x for x in out.splitlines() if x.startswith("[FAIL] model"))
     assert "damaged converted copy" in line and "truncated" in line
     assert "python -m course prepare" in line
 
@@ -76,15 +93,16 @@ def test_doctor_fails_cleanly_on_a_truncated_gpt2_file_and_prepare_repairs_it(tm
     assert "[ok] GPT-2 tokenizer" in out.stdout, out.stdout
 
 
-def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(tmp_path):
+def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(tmp_path, monkeypatch,
+                                                                            capsys):
     from course.assets import converted_model_dir
 
     cache = tmp_path / "cache"
     shutil.copytree(converted_model_dir(), cache / converted_model_dir().name)
-    out = doctor(COURSE_CACHE=str(cache))
-    line = next(x for x in out.stdout.splitlines() if "Qwen tokenizer" in x)
+    ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(cache))
+    line = next(x for x in out.splitlines() if "Qwen tokenizer" in x)
     assert line.startswith("[warn]") and "make assets" in line
-    assert out.returncode == 0 and "optional, missing: Qwen tokenizer" in out.stdout
+    assert ok and "optional, missing: Qwen tokenizer" in out
 
 
 class _Models(http.server.BaseHTTPRequestHandler):
@@ -100,30 +118,31 @@ class _Models(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_doctor_asks_the_server_for_its_models():
+def test_doctor_asks_the_server_for_its_models(monkeypatch, capsys):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        out = doctor(COURSE_MODEL=url)
-        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        _, out = doctor_here(monkeypatch, capsys, COURSE_MODEL=url)
+        line = next(x for x in out.splitlines() if "agent and probe models" in x)
         assert line.startswith("[ok]") and "answers GET /models; lists tiny-model" in line
         assert "device: cpu, dtype: float32" in line
-        out = doctor(COURSE_MODEL=url + "#other-model")
-        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        _, out = doctor_here(monkeypatch, capsys, COURSE_MODEL=url + "#other-model")
+        line = next(x for x in out.splitlines() if "agent and probe models" in x)
         assert line.startswith("[FAIL]") and "does not list 'other-model'" in line
     finally:
         server.shutdown()
 
 
-def test_doctor_does_not_call_a_silent_server_ok():
+def test_doctor_does_not_call_a_silent_server_ok(monkeypatch, capsys):
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen()  # accepts connections, never answers
     try:
-        out = doctor(COURSE_MODEL=f"http://127.0.0.1:{silent.getsockname()[1]}/v1#m")
-        assert out.returncode == 1
-        line = next(x for x in out.stdout.splitlines() if "agent and probe models" in x)
+        ok, out = doctor_here(monkeypatch, capsys,
+                              COURSE_MODEL=f"http://127.0.0.1:{silent.getsockname()[1]}/v1#m")
+        assert not ok
+        line = next(x for x in out.splitlines() if "agent and probe models" in x)
         assert line.startswith("[FAIL]") and "did not answer" in line
     finally:
         silent.close()
