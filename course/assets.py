@@ -275,6 +275,8 @@ def bundled_model_dir(progress: bool = True) -> Path:
         shutil.rmtree(partial)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
+    for written in partial.iterdir():  # safetensors writes 0600; other users (a grader's
+        written.chmod(written.stat().st_mode | 0o444)  # sandbox uid) must read the copy too
     if target.exists():
         shutil.rmtree(target)
     partial.rename(target)

@@ -64,3 +64,11 @@ def test_install_into_an_empty_cache_then_from_pretrained_finds_it(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "[15496, 995]", out.stderr[-2000:]
     assert snapshot.parent.parent.name == "models--gpt2"
+
+
+def test_the_converted_model_is_readable_by_other_users():
+    """The grader's sandbox runs kernels under another uid: it must read the prepared copy."""
+    from course.assets import converted_model_dir
+
+    unreadable = [p.name for p in converted_model_dir().iterdir() if not p.stat().st_mode & 0o004]
+    assert unreadable == []
