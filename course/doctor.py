@@ -87,12 +87,12 @@ def _model() -> Check:
             )
         return Check("model", True, f"{choice.describe()}; converted copy at {converted}")
     try:
-        from course.models import _resolve_transformers_source, _server_model_name
+        from course.models import served_model_name, transformers_source
 
         if choice.kind == "server":
-            name = _server_model_name(choice)
+            name = served_model_name(choice)
             return Check("model", True, f"{choice.describe()} (serves {name})")
-        return Check("model", True, f"{choice.describe()} from {_resolve_transformers_source(choice)}")
+        return Check("model", True, f"{choice.describe()} from {transformers_source(choice)}")
     except CourseSettingError as err:
         return Check("model", False, str(err))
 

@@ -41,8 +41,8 @@ from course.settings import (
 __all__ = [
     "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
     "chat_model", "check_fits", "describe_models", "estimate_weight_bytes", "load_local_model",
-    "notes_tokenizer", "placement", "probe_model", "probe_note", "server_models",
-    "smolagents_model", "text_generation_pipeline",
+    "notes_tokenizer", "placement", "probe_model", "probe_note", "served_model_name",
+    "server_models", "smolagents_model", "text_generation_pipeline", "transformers_source",
 ]
 
 SERVER_TIMEOUT_S = 3.0  # GET /models: a server that is up answers at once
@@ -194,7 +194,7 @@ def check_fits(source: str, where: Placement, label: str) -> int:
     return needed
 
 
-def _resolve_transformers_source(choice: ModelChoice) -> str:
+def transformers_source(choice: ModelChoice) -> str:
     """The path or hub id ``from_pretrained`` should read, checked fast."""
     if choice.kind == "bundled":
         from course.assets import AssetError, bundled_model_dir
@@ -232,7 +232,7 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    source = _resolve_transformers_source(choice)
+    source = transformers_source(choice)
     where = placement(device)
     start = time.perf_counter()
     hf_logging.disable_progress_bar()  # a warm load takes well under a second: no bar needed
@@ -345,7 +345,7 @@ def server_models(choice: ModelChoice, timeout: float = SERVER_TIMEOUT_S) -> lis
     return [m["id"] for m in data]
 
 
-def _server_model_name(choice: ModelChoice) -> str:
+def served_model_name(choice: ModelChoice) -> str:
     """The served model name: from the setting, or the first one ``GET /models`` lists."""
     if choice.served_model:
         return choice.served_model
@@ -373,7 +373,7 @@ def agent_tokenizer() -> tuple[Any, str]:
     if choice.kind != "server":
         local = load_local_model()
         return local.tokenizer, f"{local.short_name} tokenizer (the agent model's own)"
-    name = _server_model_name(choice)
+    name = served_model_name(choice)
     try:
         from transformers import AutoTokenizer
 
@@ -412,7 +412,7 @@ def chat_model(pipeline: Any | None = None, *, max_new_tokens: int | None = None
     """
     choice = active_model()
     if choice.kind == "server":
-        name = _server_model_name(choice)
+        name = served_model_name(choice)
         if max_new_tokens is None and pipeline is not None:
             max_new_tokens = getattr(pipeline, "_generate_kwargs", {}).get("max_new_tokens")
         cls = _served_chat_openai()
@@ -481,7 +481,7 @@ def smolagents_model(**kwargs: Any):
         kwargs["max_tokens"] = kwargs.pop("max_new_tokens", kwargs.pop("max_tokens", None)) or (
             AGENT_MAX_NEW_TOKENS)
         return OpenAIServerModel(
-            model_id=_server_model_name(choice),
+            model_id=served_model_name(choice),
             api_base=choice.value,
             api_key=kwargs.pop("api_key", "not-needed"),
             client_kwargs=client_kwargs,
