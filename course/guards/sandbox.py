@@ -327,15 +327,19 @@ def _stopped_by(run: SandboxRun) -> str:
 
 
 def run_escape_suite(attempts: list[EscapeAttempt] | None = None, timeout_s: float = 2.0,
-                     memory_mb: int = DEFAULT_MEMORY_MB, scrub_env: bool = True) -> EscapeReport:
+                     memory_mb: int = DEFAULT_MEMORY_MB, scrub_env: bool = True,
+                     workers: int = 8) -> EscapeReport:
     """Run every escape attempt in the sandbox and decide, from outside, whether it escaped.
 
     An attempt escaped if the secret placed in this process's environment or in a file shows up
     in what the program emitted, if the marker file it tries to create exists afterwards, if the
     child is still alive after the call returned, or if this process's ``math.pi`` changed.
     Custom attempts may write ``{MARKER}`` and ``{SECRET_FILE}`` in their code for those paths.
+    Up to ``workers`` attempts run at once, each in its own child process with its own marker
+    path, so the attempts that wait for a deadline (sleep, spin) wait side by side.
     """
     import math
+    from concurrent.futures import ThreadPoolExecutor
 
     token = secrets.token_hex(8)
     report = EscapeReport()
@@ -345,19 +349,24 @@ def run_escape_suite(attempts: list[EscapeAttempt] | None = None, timeout_s: flo
         with tempfile.TemporaryDirectory(prefix="escape-") as tmp:
             secret_file = Path(tmp, "secret.txt")
             secret_file.write_text(token)
-            marker = Path(tmp, "escaped.marker")
-            suite = attempts if attempts is not None else escape_attempts(str(marker),
-                                                                          str(secret_file))
-            for attempt in suite:
+
+            def attempt_at(index: int, attempt: EscapeAttempt | None) -> EscapeResult:
+                folder = Path(tmp, f"attempt-{index}")
+                folder.mkdir()
+                marker = folder / "escaped.marker"
+                if attempt is None:  # the built-in suite, with this attempt's own marker
+                    attempt = escape_attempts(str(marker), str(secret_file))[index]
                 code = attempt.code.replace("{MARKER}", str(marker)).replace(
                     "{SECRET_FILE}", str(secret_file))
                 run = run_sandboxed(code, timeout_s=timeout_s, memory_mb=memory_mb,
                                     scrub_env=scrub_env)
                 escaped = (token in run.text() or marker.exists() or run.child_alive_after
                            or math.pi != 3.141592653589793)
-                if marker.exists():
-                    marker.unlink()
-                report.results.append(EscapeResult(attempt, run, escaped, _stopped_by(run)))
+                return EscapeResult(attempt, run, escaped, _stopped_by(run))
+
+            suite = attempts if attempts is not None else [None] * len(escape_attempts("", ""))
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                report.results.extend(pool.map(attempt_at, range(len(suite)), suite))
     finally:
         if previous is None:
             os.environ.pop(CANARY_VARIABLE, None)
