@@ -210,14 +210,14 @@ def test_prefix_reuse_outputs_identical_on_every_turn(run):
     text = run.text("prefix-reuse")
     assert text.startswith("probe model: ")
     rows = [line.split() for line in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s+\d+", line)]
-    assert [int(r[0]) for r in rows] == list(range(1, 9))
+    assert [int(r[0]) for r in rows] == list(range(1, 5))  # DEFAULT_TURNS[:4] in the cell
     assert all(r[-1] == "yes" for r in rows)
     cached = [int(r[2]) for r in rows]
     prompts = [int(r[1]) for r in rows]
     assert cached[0] == 0 and all(0 < c < p for c, p in zip(cached[1:], prompts[1:], strict=True))
     assert prompts == sorted(prompts)
     same, total = map(int, re.search(r"identical token for token on (\d+) of (\d+)", text).groups())
-    assert same == total == 8
+    assert same == total == 4
     assert run.has_image("prefix-plot")
 
 

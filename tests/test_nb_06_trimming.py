@@ -8,7 +8,7 @@ from itertools import pairwise
 
 SEVEN = ["You're a good assistant.", "What's 2 + 2?", "4.", "Thanks!", "No problem!",
          "Having fun?", "Yes!"]
-MAX_NEW = 12
+MAX_NEW = 8  # the chapter's reply length (cell bug1-setup)
 
 NOTEBOOK = "06_trimming.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
@@ -120,7 +120,7 @@ def test_bug1_stores_the_prompt_and_grows_only_with_the_bug(run):
     assert "with return_full_text=False it does: False" in run.text("bug1-truth")
     assert run.text("bug1-truth").count("<|im_start|>system") >= 2  # the prompts nest
     runs = _turns(run.text("bug1-plot"))
-    bugged = [runs["return_full_text=True (bug 1)"][t]["chars"] for t in (1, 2, 3, 4)]
+    bugged = [runs["return_full_text=True (bug 1)"][t]["chars"] for t in (1, 2, 3)]  # 3 turns
     fixed = runs["return_full_text=False (fixed)"]
     assert all(a < b for a, b in pairwise(bugged))  # grows every turn
     assert max(f["chars"] for f in fixed.values()) < bugged[0]
@@ -200,6 +200,8 @@ def test_closing_figures_are_the_runs_above(run):
                             "summary in state", "fact field"}
     by_turn = _turns(run.text("name-by-turn"))
     assert closing["both bugs"] == by_turn["both bugs"]
+    assert sorted(closing["bug 1 alone (no trimming)"]) == [1, 2, 3]  # the costly run: 3 turns
+    assert "turn 4, bug 1 alone (no trimming): not run" in run.text("closing-figures")
     assert closing["both bugs"][2]["gpt2"] > 45
 
 

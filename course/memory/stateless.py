@@ -5,6 +5,10 @@ loaded in the kernel (the probe model), the probability that the answer to a con
 continues a prefix ("Your name is") with one target token (" Bob"). :class:`HistoryEffect` puts
 several conversations side by side, prints them, and plots them.
 
+The last position's logits are kept per model and exact token sequence (a model in eval mode
+gives the same logits for the same tokens), so asking again about a conversation already
+measured, as the chapter's exercise check does, costs no second forward pass.
+
 Not handled: servers (they return no logits here; the probe model is always loaded in the
 kernel), targets of more than one token, and sampling: the figures are the model's own
 probabilities, not frequencies of generated answers.
@@ -12,6 +16,8 @@ probabilities, not frequencies of generated answers.
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,14 +69,33 @@ def next_token_probability(
     dicts = [m if isinstance(m, dict) else as_role_dicts([m])[0] for m in messages]
     text = local.render_chat(dicts) + prefix
     ids = local.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
-    with torch.no_grad():
-        logits = local.model(input_ids=ids).logits[0, -1]
-    probs = torch.softmax(logits.float(), dim=-1)
+    probs = torch.softmax(_last_logits(local.model, ids).float(), dim=-1)
     p = float(probs[target_ids[0]])
     rank = int((probs > probs[target_ids[0]]).sum()) + 1
     values, indices = probs.topk(top_k)
     top = [(local.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, indices, strict=True)]
     return NextTokenProbability(target, prefix, p, rank, top, int(ids.shape[1]))
+
+
+_LOGITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOGITS_PER_MODEL = 64
+
+
+def _last_logits(model: Any, ids: Any) -> Any:
+    """The logits at the last position of ``ids`` (one sequence), kept per model and sequence
+    while the model is in eval mode (in training mode dropout changes them: nothing is kept)."""
+    import torch
+
+    key = tuple(ids[0].tolist())
+    kept = {} if getattr(model, "training", False) else _LOGITS.setdefault(model, {})
+    if key not in kept:
+        only_last = ({"logits_to_keep": 1}
+                     if "logits_to_keep" in inspect.signature(model.forward).parameters else {})
+        with torch.no_grad():
+            kept[key] = model(input_ids=ids, **only_last).logits[0, -1]
+        if len(kept) > _LOGITS_PER_MODEL:
+            kept.pop(next(iter(kept)))
+    return kept[key]
 
 
 @dataclass

@@ -194,7 +194,11 @@ def run_turns(app: Any, recorder: PromptRecorder, questions: Sequence[str], *, t
 
 @dataclass
 class TurnRuns:
-    """Several runs of the same questions, side by side per turn (all figures measured here)."""
+    """Several runs of the same questions, side by side per turn (all figures measured here).
+
+    A run may stop before the others (a costly run asks fewer questions): its missing turns
+    read "not run".
+    """
 
     runs: dict[str, list[TurnRecord]]
 
@@ -203,10 +207,12 @@ class TurnRuns:
             raise ValueError("runs is empty: give {label: [TurnRecord, ...]}")
 
     def turns(self) -> list[int]:
-        return [r.turn for r in next(iter(self.runs.values()))]
+        """Every turn number that any run reached, in order."""
+        return sorted({r.turn for records in self.runs.values() for r in records})
 
-    def record(self, label: str, turn: int) -> TurnRecord:
-        return next(r for r in self.runs[label] if r.turn == turn)
+    def record(self, label: str, turn: int) -> TurnRecord | None:
+        """Run ``label``'s record of ``turn``, or None if that run did not reach it."""
+        return next((r for r in self.runs[label] if r.turn == turn), None)
 
     def name_kept(self, label: str) -> list[bool]:
         """Per turn: did the name reach the model in run ``label``?"""
@@ -215,7 +221,9 @@ class TurnRuns:
     def first_turn_without_name(self, label: str) -> int | None:
         return next((r.turn for r in self.runs[label] if not r.name_in_prompt), None)
 
-    def _cell(self, r: TurnRecord) -> str:
+    def _cell(self, r: TurnRecord | None) -> str:
+        if r is None:
+            return "not run"
         counts = ", ".join(f"{n} {label}" for label, n in r.reply_tokens.items())
         return (f"received {len(r.received)} messages, name in prompt: "
                 f"{'yes' if r.name_in_prompt else 'no'}, stored {r.reply_chars} chars ({counts})")
