@@ -35,3 +35,45 @@ def run(request):
     result = execute_notebook(name)
     print(f"\n{name} executed in {result.seconds:.1f} s")
     return result
+
+
+# How `make test` shares the work between its two xdist workers: each test module is one unit
+# (module fixtures such as ``run`` execute a notebook once), except the model-setting matrix,
+# where each notebook is a unit of its own so that the two workers split it. Units are handed
+# out in collection order, which is sorted here longest first so that no long unit starts last:
+# the chapter notebooks (whose saved runs the website test reuses, so they come early), then
+# the other notebook-running modules, then the rest, and the website last.
+# (xdist's own ``--dist loadgroup`` does not work with pytest 9.2: it renames ``item._nodeid``,
+# which pytest no longer reads, so the scheduler below splits the units itself.)
+FIRST = ("test_nb_0",)
+HEAVY = ("test_live_server_notebooks", "test_live_hub_notebooks", "test_browser",
+         "test_nbgrader_pipeline", "test_grading", "test_tool_count", "test_doctor")
+MATRIX = ("test_live_server_notebooks", "test_live_hub_notebooks")
+LAST = ("test_website",)
+
+
+def _rank(item: pytest.Item) -> int:
+    name = item.module.__name__
+    if name.startswith(FIRST):
+        return 0
+    if name in HEAVY:
+        return 1 + HEAVY.index(name)
+    return 100 if name in LAST else 50
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_rank)  # stable: the order within a module is kept
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndMatrixNotebooks(LoadScopeScheduling):
+        """A module per unit; each matrix notebook a unit of its own."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if Path(module).stem in MATRIX else module
+
+    return ModulesAndMatrixNotebooks(config, log)
