@@ -2,10 +2,15 @@
 line (generate_assignment, autograde, export), and ``course.grading`` scoring the same
 submissions identically.
 
-Uses the fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points,
-no model), not a chapter: a chapter's kernel loads a model and would add minutes; the
-pipeline is the same. Three submissions: full (right answers), untouched (the release), one
-wrong (ex2 misses the hidden test, ex3 undone).
+Two courses, three submissions each: full (right answers), untouched (the release), one wrong.
+
+- A chapter as an instructor assigns it: ``03_agent_loop`` (four auto-graded checks, 7 points,
+  and a written answer worth 3 that nbgrader leaves for manual grading). Its "one wrong"
+  submission answers exercise 2 with a budget fitted to the visible assert only, which the
+  hidden tests catch: 5 of 7.
+- The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
+  model), where ``course.grading`` grades the same submissions and must agree with nbgrader's
+  gradebook cell by cell.
 """
 
 from __future__ import annotations
@@ -30,9 +35,18 @@ LIMITS = ResourceLimits(cell_timeout_s=30, notebook_timeout_s=120, memory_bytes=
                         cpu_seconds=120, output_bytes_per_cell=50_000, processes=128)
 
 
+CHAPTER = "03_agent_loop"
+CHAPTER_EXPECTED = {"full": 7.0, "untouched": 0.0, "one_wrong": 5.0}
+# Exercise 2 answered for the visible case only (n=4 -> the budget after step 3).
+FITTED_TO_THE_VISIBLE_ASSERT = """def token_budget_for(n):
+    full = run_loop(weather_task, stuck_search_model(), search_tools,
+                    StopRules(max_steps=12, repeat_detection=False))
+    return full.steps[2].total_tokens"""
+
+
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1"}
+           "HF_HUB_OFFLINE": "1", "COURSE_TORCH_THREADS": "1"}  # kernels share 2 cores here
     done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
@@ -57,6 +71,55 @@ def course(tmp_path_factory):
     autograde = _nbgrader(course, "autograde", "practice", "--force")
     _nbgrader(course, "export", "--to", str(course / "grades.csv"))
     return {"dir": course, "log": autograde.stderr}
+
+
+def _solutions(instructor: nbformat.NotebookNode) -> dict[str, str]:
+    """Each solution cell as a student who got it right would leave it (markers removed)."""
+    return {c.id: "\n".join(line for line in c.source.splitlines() if "### " not in line)
+            for c in instructor.cells
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+
+
+@pytest.fixture(scope="module")
+def chapter_course(tmp_path_factory):
+    """A course folder with chapter 03 assigned and three submissions autograded by nbgrader."""
+    course = tmp_path_factory.mktemp("nbgrader-chapter")
+    shutil.copy(ROOT / "nbgrader" / "nbgrader_config.py", course / "nbgrader_config.py")
+    (course / "source" / CHAPTER).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / f"{CHAPTER}.ipynb", course / "source" / CHAPTER)
+    _nbgrader(course, "generate_assignment", CHAPTER, "--force")
+    release = nbformat.read(course / "release" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    right = _solutions(nbformat.read(ROOT / "notebooks" / f"{CHAPTER}.ipynb", as_version=4))
+    assert set(right) == {"ex1-solution", "ex2-solution", "ex3-solution", "ex4-solution"}
+    written = "The stop rule ends the run; the loop never asks whether it should."
+    submissions = {"full": fill(nbformat.from_dict(release), {**right, "ex5-answer": written}),
+                   "untouched": nbformat.from_dict(release),
+                   "one_wrong": fill(nbformat.from_dict(release),
+                                     {**right, "ex2-solution": FITTED_TO_THE_VISIBLE_ASSERT})}
+    for student, nb in submissions.items():
+        folder = course / "submitted" / student / CHAPTER
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{CHAPTER}.ipynb")
+    _nbgrader(course, "autograde", CHAPTER, "--force")
+    _nbgrader(course, "export", "--to", str(course / "grades.csv"))
+    return course
+
+
+def test_nbgrader_scores_a_chapter_as_assigned(chapter_course):
+    with (chapter_course / "grades.csv").open() as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    assert {s: float(rows[s]["score"]) for s in CHAPTER_EXPECTED} == CHAPTER_EXPECTED
+    assert {float(rows[s]["max_score"]) for s in CHAPTER_EXPECTED} == {10.0}  # 7 auto + 3 by hand
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{chapter_course / 'gradebook.db'}") as gb:
+        wrong = {g.name: g.auto_score for g in
+                 gb.find_submission_notebook(CHAPTER, CHAPTER, "one_wrong").grades}
+        written = {s: gb.find_submission_notebook(CHAPTER, CHAPTER, s).needs_manual_grade
+                   for s in CHAPTER_EXPECTED}
+    assert wrong["ex2-check"] == 0 and wrong["ex1-check"] == 2 and wrong["ex4-check"] == 1
+    # A written answer waits for the instructor in formgrader; an untouched one scores 0 at once.
+    assert written == {"full": True, "untouched": False, "one_wrong": False}
 
 
 def test_nbgrader_generates_a_release_without_solutions(course):
