@@ -99,3 +99,11 @@ def test_comparison_figures_and_tables():
 def test_compare_rejects_zero_runs():
     with pytest.raises(ValueError, match="runs"):
         compare(object(), chat=policy_over(["x"]), runs=0)
+
+
+def test_batched_replies_without_a_kernel_pipeline_invoke_once_each():
+    from course.loop.pipelines import batched_replies
+
+    chat = Recorded(["first", "second"])
+    assert batched_replies(chat, [[("user", "a")], [("user", "b")]]) == ["first", "second"]
+    assert chat.texts == []

@@ -24,6 +24,7 @@ from course.agents.evaluation import check_trajectory
 from course.agents.offline_tools import BM25WebSearchTool, OfflineWebSearchTool
 from course.agents.traces import Run
 from course.loop.agent_loop import LoopRun, LoopState, StepDecision, StopRules, run_loop
+from course.loop.pipelines import batched_replies
 from course.tools.calls import ToolCall
 
 __all__ = [
@@ -98,11 +99,13 @@ class ToolDecisionTable:
 
 def tool_decisions(chat: Any, questions: tuple[tuple[str, bool], ...] = QUESTIONS,
                    model: str = "") -> ToolDecisionTable:
-    """Ask ``chat`` (a LangChain chat model) each question with the search tool offered."""
+    """Ask ``chat`` (a LangChain chat model) each question with the search tool offered.
+
+    The questions go to a model in this kernel in one batch (:func:`batched_replies`).
+    """
     table = ToolDecisionTable(model or type(chat).__name__)
-    for question, needs in questions:
-        reply = chat.invoke([("user", DECISION_PROMPT.format(question=question))])
-        text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    texts = batched_replies(chat, [[("user", DECISION_PROMPT.format(question=q))] for q, _ in questions])
+    for (question, needs), text in zip(questions, texts, strict=True):
         table.rows.append(ToolDecision(question, needs, text, bool(_SEARCH.search(text))))
     return table
 

@@ -10,6 +10,9 @@ calls by :class:`ChatModelPolicy`. Both sample at the same temperature, and :fun
 measures per run: model calls, input and output tokens (the unit is named), wall time, and the
 outcome (the department the ticket reached, or none), over repeated runs.
 
+:func:`batched_replies` sends several independent conversations to a model in this kernel in
+one batched generation (chapter 03's tool-decision table uses it).
+
 What this module does not do: make a small model good at either (its outputs are shown as
 they are), seed a server's sampling, or choose the task for you; a pipeline wins when the steps
 are known in advance.
@@ -117,11 +120,29 @@ AGENT_INSTRUCTIONS = (
 )
 
 __all__ = ["AGENT_INSTRUCTIONS", "DEPARTMENTS", "EXPECTED", "TICKET", "Attempt", "ChatModelPolicy",
-           "Comparison", "agent_chat", "classify_prompt", "compare", "label_scores",
-           "outputs_seen", "parse_department", "run_agent", "run_pipeline"]
+           "Comparison", "agent_chat", "batched_replies", "classify_prompt",
+           "compare", "label_scores", "outputs_seen", "parse_department", "run_agent", "run_pipeline"]
 
 _CALL = re.compile(r"route_to\s*\(\s*(?:department\s*=\s*)?[\"']?(\w+)", re.I)
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.I | re.S)
+
+
+def batched_replies(chat: Any, conversations: Sequence[Sequence[Any]]) -> list[str]:
+    """``chat``'s reply to each conversation (LangChain messages or ``(role, text)`` pairs).
+
+    A ``ChatHuggingFace`` over a transformers pipeline in this kernel gets them all in one batched
+    generation (left-padded, with the pipeline's own settings: the same greedy replies as one
+    ``invoke`` each, in a fraction of the time on a CPU); any other chat model, e.g. a server,
+    one ``invoke`` per conversation.
+    """
+    from langchain_core.messages import convert_to_messages
+
+    pipe = getattr(getattr(chat, "llm", None), "pipeline", None)
+    if pipe is not None and hasattr(chat, "_to_chat_prompt") and len(conversations) > 1:
+        texts = [chat._to_chat_prompt(convert_to_messages(list(c))) for c in conversations]
+        return [out[0]["generated_text"] for out in pipe(texts, batch_size=len(texts))]
+    replies = [chat.invoke(list(c)) for c in conversations]
+    return [r.content if isinstance(r.content, str) else str(r.content) for r in replies]
 
 
 def agent_chat(max_new_tokens: int = 16, sample: bool = True, temperature: float = 0.7) -> Any:
