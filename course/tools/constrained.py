@@ -13,6 +13,10 @@ schema of string / enum / integer / number properties.
 
 :func:`sample_replies` draws ``n`` replies to ONE prompt cheaply: the prompt is run once and
 its key/value cache is shared by all rows; a row that starts with plain text is stopped early.
+:class:`PrefixCache` keeps one prompt's key/value cache so that later prompts sharing its first
+tokens (the same tool list, another request) only run their own tokens: the cache is cut back to
+the longest common token prefix, which gives the same next-token scores as running the whole
+prompt (up to float rounding).
 
 Not handled: nested objects, arrays, booleans, ``null``, string escapes, several calls, or a
 grammar in general (a registry package such as outlines or xgrammar does that); the model is
@@ -29,7 +33,8 @@ from typing import Any
 
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
-__all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "ToolCallLogitsProcessor", "constrained_call", "sample_replies"]
+__all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "PrefixCache", "ToolCallLogitsProcessor",
+           "constrained_call", "sample_replies"]
 
 MAX_STRING_TOKENS = 8
 MAX_DIGIT_TOKENS = 4
@@ -134,6 +139,56 @@ class _RowState:
                 break  # out of tokens before a choice was made: the call stays truncated
             rest.extend(seg.ids)
         return rest
+
+
+class PrefixCache:
+    """The key/value cache of one kept prompt, reused by later prompts that start the same way.
+
+    :meth:`keep` runs a prompt (token ids) once. :meth:`start` returns a fresh ``DynamicCache``
+    for another prompt: the kept cache cut back to the longest token prefix both share (views of
+    the kept tensors, which stay untouched), extended by the new prompt's own tokens, all but its
+    last (``generate`` runs that one). ``reused`` and ``computed`` count the tokens of each kind.
+    """
+
+    def __init__(self, local: Any):
+        self.local = local
+        self.ids: list[int] = []
+        self.cache: Any = None
+        self.reused = 0
+        self.computed = 0
+
+    def keep(self, ids: list[int]) -> None:
+        """Run ``ids`` and keep their cache (replacing what was kept)."""
+        self.ids = list(ids)
+        self.cache = self._run(list(ids), None)
+
+    def _run(self, ids: list[int], cache: Any) -> Any:
+        import torch
+        from transformers import DynamicCache
+
+        cache = cache if cache is not None else DynamicCache()
+        if ids:
+            with torch.no_grad():
+                self.local.model(input_ids=torch.tensor([ids]), past_key_values=cache,
+                                 use_cache=True, logits_to_keep=1)
+            self.computed += len(ids)
+        return cache
+
+    def start(self, ids: list[int]) -> Any:
+        """A new cache holding ``ids[:-1]``, built on the kept prefix where the tokens agree."""
+        import copy
+
+        shared = 0
+        limit = min(len(self.ids), len(ids) - 1)
+        while shared < limit and self.ids[shared] == ids[shared]:
+            shared += 1
+        cache = None
+        if shared and self.cache is not None:
+            tensors = [t for layer in self.cache.layers for t in (layer.keys, layer.values)]
+            cache = copy.deepcopy(self.cache, {id(t): t for t in tensors})  # new layers, same tensors
+            cache.crop(shared - len(self.ids))  # negative: drop the tokens not shared
+            self.reused += shared
+        return self._run(list(ids[shared:-1]), cache)
 
 
 class ToolCallLogitsProcessor:
@@ -317,13 +372,15 @@ def sample_replies(
     temperature: float = 0.7,
     seed: int = 0,
     constrained_schemas: list[dict[str, Any]] | None = None,
+    prefix_cache: PrefixCache | None = None,
 ) -> list[str]:
     """``n`` sampled replies of the local model to one rendered prompt.
 
     The prompt is encoded once and its cache shared across the ``n`` rows. Without
     ``constrained_schemas`` a row stops as soon as it begins with plain text (its reply is
     then only the first words); with them, :class:`ToolCallLogitsProcessor` shapes every row.
-    ``temperature=0`` means greedy (then all rows are the same: use ``n=1``).
+    ``temperature=0`` means greedy (then all rows are the same: use ``n=1``). With
+    ``prefix_cache`` the prompt's cache starts from the tokens it shares with the kept prompt.
     """
     import torch
     from transformers import DynamicCache, LogitsProcessorList, StoppingCriteriaList
@@ -339,8 +396,11 @@ def sample_replies(
     sampling: dict[str, Any] = ({"do_sample": False} if temperature == 0 else
                                 {"do_sample": True, "temperature": temperature, "top_k": 0})
     with torch.no_grad():
-        cache = DynamicCache()
-        model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True)
+        if prefix_cache is not None:
+            cache = prefix_cache.start(ids[0].tolist())
+        else:
+            cache = DynamicCache()
+            model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True, logits_to_keep=1)
         cache.batch_repeat_interleave(n)
         batch = ids.repeat(n, 1)
         if processor is not None:
@@ -363,7 +423,7 @@ def sample_replies(
 
 
 def constrained_call(local: Any, prompt_text: str, schemas: list[dict[str, Any]],
-                     max_new_tokens: int = 40) -> str:
+                     max_new_tokens: int = 40, prefix_cache: PrefixCache | None = None) -> str:
     """The local model's greedy call under constrained decoding (one reply)."""
     return sample_replies(local, prompt_text, 1, max_new_tokens=max_new_tokens, temperature=0,
-                          constrained_schemas=schemas)[0]
+                          constrained_schemas=schemas, prefix_cache=prefix_cache)[0]

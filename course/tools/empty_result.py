@@ -4,7 +4,8 @@ Note 003: "A call that returns nothing is not treated by the model as a failure:
 the result itself and reports success." :func:`replies_after_result` puts the model in that
 situation (the user asked for an action, the model called the tool, the tool message is empty or
 a refusal that names what was blocked) and samples ``n`` replies from the active agent model: in
-the kernel (the probe model, one batched ``generate``) or from the server (``chat_model`` with a
+the kernel (the probe model: every prompt runs once, then one batched ``generate`` over the
+cache, each reply cut at its first sentence) or from the server (``chat_model`` with a
 temperature, one request per reply). :func:`claims_success` is a deliberately plain keyword rule
 for "the reply says the action happened"; the replies are kept so a reader can judge each one.
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN, tool_prompt_messages
 
-__all__ = ["ReplyCount", "claims_success", "replies_after_result"]
+__all__ = ["ReplyCount", "claims_success", "replies_after_result", "replies_after_results"]
 
 _SUCCESS = re.compile(
     r"\b(cancel+ed|canceled|has been (processed|completed|done)|successfully|is done|done\b)",
@@ -60,42 +61,89 @@ def replies_after_result(request: str, tool: str, arguments: dict[str, Any], sch
                          tool_content: str, n: int, *, label: str = "", max_new_tokens: int = 28,
                          temperature: float = 0.7, seed: int = 0) -> ReplyCount:
     """``n`` sampled replies of the agent model after ``tool(arguments)`` returned ``tool_content``."""
+    return replies_after_results(request, tool, arguments, schemas,
+                                 {label or repr(tool_content[:20]): tool_content}, n,
+                                 max_new_tokens=max_new_tokens, temperature=temperature,
+                                 seed=seed)[0]
+
+
+def replies_after_results(request: str, tool: str, arguments: dict[str, Any], schemas: list[dict],
+                          contents: dict[str, str], n: int, *, max_new_tokens: int = 28,
+                          temperature: float = 0.7, seed: int = 0) -> list[ReplyCount]:
+    """``n`` sampled replies after each tool message in ``contents`` (label -> content).
+
+    In the kernel all of them are one batch: each prompt runs once, its ``n`` rows share its
+    cache, and a row stops at the end of its first sentence (where a claim of success is made)
+    or after ``max_new_tokens``. From a server: ``n`` requests per content.
+    """
     from course.models import agent_is_local
 
     if agent_is_local():
-        replies = _local_replies(request, tool, arguments, schemas, tool_content, n,
+        replies = _local_replies(request, tool, arguments, schemas, list(contents.values()), n,
                                  max_new_tokens, temperature, seed)
     else:
-        replies = _served_replies(request, tool, arguments, schemas, tool_content, n,
-                                  max_new_tokens, temperature)
-    return ReplyCount(label or repr(tool_content[:20]), tool_content, replies)
+        replies = [_served_replies(request, tool, arguments, schemas, content, n,
+                                   max_new_tokens, temperature) for content in contents.values()]
+    return [ReplyCount(label, content, rows)
+            for (label, content), rows in zip(contents.items(), replies, strict=True)]
 
 
-def _local_replies(request: str, tool: str, arguments: dict, schemas: list[dict], content: str,
-                   n: int, max_new_tokens: int, temperature: float, seed: int) -> list[str]:
+class _FirstSentence:
+    """Stops a row once its reply holds a sentence end or a line break."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int):
+        self.tokenizer = tokenizer
+        self.prompt_length = prompt_length
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_length:],
+                                            skip_special_tokens=True)
+        return torch.tensor([bool(_SENTENCE_END.search(t.strip())) for t in texts],
+                            dtype=torch.bool, device=input_ids.device)
+
+
+_SENTENCE_END = re.compile(r"[.!?](\s|$)|\n")
+
+
+def _local_replies(request: str, tool: str, arguments: dict, schemas: list[dict],
+                   contents: list[str], n: int, max_new_tokens: int, temperature: float,
+                   seed: int) -> list[list[str]]:
     import json
 
     import torch
+    from transformers import DynamicCache, StoppingCriteriaList
 
     from course.models import probe_model
 
     probe = probe_model()
+    tokenizer, model = probe.tokenizer, probe.model
     call = CALL_OPEN + json.dumps({"name": tool, "arguments": arguments}) + CALL_CLOSE
-    messages = [*tool_prompt_messages([{"role": "user", "content": request}], schemas,
-                                      probe.tokenizer),
-                {"role": "assistant", "content": call},
-                {"role": "tool", "name": tool, "content": content}]
-    inputs = probe.tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-    ).to(probe.model.device)
+    head = [*tool_prompt_messages([{"role": "user", "content": request}], schemas, tokenizer),
+            {"role": "assistant", "content": call}]
+    prompts = [tokenizer.apply_chat_template(
+        [*head, {"role": "tool", "name": tool, "content": content}],
+        add_generation_prompt=True, return_dict=True)["input_ids"] for content in contents]
+    width = max(len(ids) for ids in prompts)  # left padding: every prompt ends at the same place
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=model.device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts],
+                        device=model.device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache()
     torch.manual_seed(seed)
-    with torch.no_grad():
-        out = probe.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True,
-                                   temperature=temperature, top_k=0, num_return_sequences=n,
-                                   pad_token_id=probe.tokenizer.eos_token_id)
-    start = inputs["input_ids"].shape[1]
-    return [t.strip() for t in probe.tokenizer.batch_decode(out[:, start:],
-                                                            skip_special_tokens=True)]
+    with torch.no_grad():  # each prompt runs once; its n rows share the cache
+        model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+              past_key_values=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(n)
+        out = model.generate(
+            input_ids=ids.repeat_interleave(n, 0), attention_mask=mask.repeat_interleave(n, 0),
+            past_key_values=cache, max_new_tokens=max_new_tokens, do_sample=True,
+            temperature=temperature, top_k=0, pad_token_id=tokenizer.eos_token_id,
+            stopping_criteria=StoppingCriteriaList([_FirstSentence(tokenizer, width)]))
+    texts = [t.strip() for t in tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)]
+    return [texts[i * n:(i + 1) * n] for i in range(len(contents))]
 
 
 def _served_replies(request: str, tool: str, arguments: dict, schemas: list[dict], content: str,

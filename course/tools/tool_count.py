@@ -2,35 +2,40 @@
 
 Note 003: "50+ tools in one agent: accuracy drops"; the cure is fewer tools per view (coarse
 actions, or a few candidates retrieved before the model sees them). :func:`measure_tool_count`
-measures it for a model loaded in the kernel: for each labelled request of the catalogue, a
-prompt shows ``k`` tools (the right one always among them, the rest drawn at random, several
-draws), and the model picks a tool name under constrained decoding (so every reply is a valid
-name: validity is not the variable, the choice is). With ``retriever``, a row "BM25 top-5" shows
-the 5 tools retrieved for the request instead (the right one may then be missing: that is
-retrieval's own error, counted as a miss). The result is a :class:`ToolCountCurve`, a record
-that prints its table, plots itself with the spread over draws, and round-trips through JSON
-(the notebook shows the last full measurement when the full run is switched off).
+measures it for a model loaded in the kernel: each labelled request of the catalogue gets a
+prompt that shows ``k`` tools (the right one always among them, the rest drawn at random, in
+random order), and the model picks a tool name under greedy constrained decoding (so every
+reply is a valid name: validity is not the variable, the choice is). A draw (:func:`draw_lists`)
+cuts a random order of the catalogue into lists of ``k`` tools and asks every request once, with
+the list that holds its tool: for each request that is a uniform random set around the right
+tool, and a list's tool text is run through the model once for all the requests it serves
+(:class:`~course.tools.constrained.PrefixCache`), so the full curve runs in minutes on a CPU.
+With ``retriever``, a row "BM25 top-5" shows the 5 tools retrieved for the request instead (the
+right one may then be missing: that is retrieval's own error, counted as a miss). The result is
+a :class:`ToolCountCurve`, a record that prints its table, plots itself with the spread over
+draws, and round-trips through JSON (the notebook shows the last full measurement beside a
+small live sample).
 
 Not handled: choosing arguments (only the name is chosen), several tools per request, tools
-the model must decline (a call is forced), prompts longer than the model's context window
-(the size is reported; a model that cannot hold 122 tools is measured on what it can).
+the model must decline (a call is forced), prompts longer than the model's context window (a
+larger size is cut to the most tools the window holds, and the curve's note says so).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from course.tools.catalogue import CatalogueTool, ToolRetriever
-from course.tools.constrained import constrained_call
-from course.tools.protocol import parse_model_output, render_tool_prompt
+from course.tools.constrained import PrefixCache, constrained_call
+from course.tools.protocol import parse_model_output, render_tool_prompt, tool_list_text
 
-__all__ = ["LAST_FULL_RUN", "ToolCountCurve", "ToolCountPoint", "choose_tool", "measure_tool_count"]
+__all__ = ["LAST_FULL_RUN", "ToolCountCurve", "ToolCountPoint", "choose_tool", "draw_lists",
+           "measure_tool_count", "tools_that_fit"]
 
 RETRIEVAL_LABEL = "BM25 top-5"
 
@@ -59,6 +64,7 @@ class ToolCountCurve:
     points: list[ToolCountPoint] = field(default_factory=list)
     provenance: str = "measured"
     when: str = ""
+    note: str = ""
 
     def sizes(self) -> list[int | str]:
         """The prompt sizes measured, in order (the retrieval row last)."""
@@ -69,21 +75,23 @@ class ToolCountCurve:
         return seen
 
     def summary(self) -> dict[int | str, tuple[float, float, float]]:
-        """Per size: mean, lowest and highest accuracy over the draws."""
+        """Per size: accuracy over all its choices, and the lowest and highest of its draws."""
         out = {}
         for size in self.sizes():
-            values = [p.accuracy for p in self.points if p.shown == size]
-            out[size] = (statistics.fmean(values), min(values), max(values))
+            draws = [p for p in self.points if p.shown == size]
+            values = [p.accuracy for p in draws]
+            pooled = sum(p.correct for p in draws) / max(1, sum(p.total for p in draws))
+            out[size] = (pooled, min(values), max(values))
         return out
 
     def __str__(self) -> str:
         head = f"tool-choice accuracy, {self.model} [{self.provenance}{', ' + self.when if self.when else ''}]"
-        rows = [head]
+        rows = [head, *([f"  note: {self.note}"] if self.note else [])]
         for size, (mean, low, high) in self.summary().items():
             draws = [p for p in self.points if p.shown == size]
             label = f"{size} tools shown" if isinstance(size, int) else size
             rows.append(f"  {label}: accuracy {mean:.2f} (draws {low:.2f}-{high:.2f}, "
-                        f"{len(draws)} draw(s) x {draws[0].total} requests, "
+                        f"{len(draws)} draw(s), {sum(p.total for p in draws)} requests asked, "
                         f"prompt up to {max(p.prompt_tokens for p in draws)} tokens)")
         return "\n".join(rows)
 
@@ -133,42 +141,102 @@ def _name_only(tools: Sequence[CatalogueTool]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": t.name, "parameters": {}}} for t in tools]
 
 
-def choose_tool(local: Any, request: str, shown: Sequence[CatalogueTool]) -> tuple[str, int]:
-    """The tool name the model picks for ``request`` among ``shown`` (constrained), and the
-    prompt size in tokens."""
-    prompt = render_tool_prompt(local, [{"role": "user", "content": request}],
-                                [t.openai_schema() for t in shown])
-    reply = constrained_call(local, prompt, _name_only(shown), max_new_tokens=24)
+def _prompt(local: Any, request: str, shown: Sequence[CatalogueTool]) -> str:
+    return render_tool_prompt(local, [{"role": "user", "content": request}],
+                              [t.openai_schema() for t in shown])
+
+
+def choose_tool(local: Any, request: str, shown: Sequence[CatalogueTool],
+                prefix_cache: PrefixCache | None = None) -> tuple[str, int]:
+    """The tool name the model picks for ``request`` among ``shown`` (constrained, greedy), and
+    the prompt size in tokens. With ``prefix_cache`` the prompt starts from the kept tokens."""
+    prompt = _prompt(local, request, shown)
+    reply = constrained_call(local, prompt, _name_only(shown), max_new_tokens=24,
+                             prefix_cache=prefix_cache)
     return parse_model_output(reply).name, local.count_tokens(prompt)
+
+
+def draw_lists(catalogue: Sequence[CatalogueTool], size: int,
+               rng: random.Random) -> tuple[list[list[CatalogueTool]], dict[str, int]]:
+    """One draw: a random order of the catalogue cut into lists of ``size`` tools (the last
+    one topped up with tools drawn from the others), each list shuffled; and for every tool the
+    index of the list it was cut into (its home). The home list of a tool is a uniform random
+    set of ``size`` tools that holds it, at a uniform random place."""
+    order = rng.sample(list(catalogue), len(catalogue))
+    lists = [order[i:i + size] for i in range(0, len(order), size)]
+    home = {t.name: index for index, chunk in enumerate(lists) for t in chunk}
+    if len(lists[-1]) < size:
+        rest = order[:len(order) - len(lists[-1])]
+        lists[-1] = lists[-1] + rng.sample(rest, size - len(lists[-1]))
+    for chunk in lists:
+        rng.shuffle(chunk)
+    return lists, home
+
+
+def tools_that_fit(local: Any, catalogue: Sequence[CatalogueTool], margin: int = 160) -> int:
+    """The most tools of ``catalogue`` whose prompt surely fits the model's context window (the
+    longest tools counted, ``margin`` tokens left for the request and the call)."""
+    window = getattr(local.model.config, "max_position_embeddings", None) or 10**9
+    blank = [{"role": "user", "content": ""}]
+    header = local.count_tokens(render_tool_prompt(local, blank, []))
+    lengths = sorted((local.count_tokens(tool_list_text([t.openai_schema()])) + 1
+                      for t in catalogue), reverse=True)
+    used, fit = header + margin, 0
+    for length in lengths:
+        if used + length > window:
+            break
+        used, fit = used + length, fit + 1
+    return fit
 
 
 def measure_tool_count(local: Any, catalogue: Sequence[CatalogueTool],
                        labelled: Sequence[tuple[str, str]], sizes: Sequence[int] = (5, 10, 25),
                        draws: int = 1, seed: int = 0, retriever: ToolRetriever | None = None,
-                       model_name: str = "") -> ToolCountCurve:
-    """Accuracy of ``local`` at each size in ``sizes`` over ``draws`` random draws (see module)."""
-    by_name = {t.name: t for t in catalogue}
+                       model_name: str = "", lists_per_draw: int | None = None,
+                       log: Callable[[str], None] | None = None) -> ToolCountCurve:
+    """Accuracy of ``local`` at each size in ``sizes`` over ``draws`` draws (see module).
+
+    Each draw asks every request in ``labelled`` once, with the list of :func:`draw_lists` that
+    holds its tool; ``lists_per_draw=n`` asks only the requests of the first ``n`` lists that
+    serve any (a small live sample). A size larger than :func:`tools_that_fit` is cut to it.
+    The retrieval row asks the same requests as the draws. ``log`` gets a line per finished draw.
+    """
     curve = ToolCountCurve(model_name or getattr(local, "short_name", "model"))
-    for size in sizes:
-        size = min(size, len(catalogue))
-        for draw in range(draws if size < len(catalogue) else 1):
-            rng = random.Random(f"{seed}-{size}-{draw}")
-            correct, longest = 0, 0
-            for request, expected in labelled:
-                others = [t for t in catalogue if t.name != expected]
-                shown = [by_name[expected], *rng.sample(others, size - 1)]
-                rng.shuffle(shown)
-                chosen, tokens = choose_tool(local, request, shown)
-                correct += chosen == expected
-                longest = max(longest, tokens)
-            curve.points.append(ToolCountPoint(size, draw, correct, len(labelled), longest))
+    fit = tools_that_fit(local, catalogue)
+    if sizes and max(sizes) > fit:
+        curve.note = (f"{max(sizes)} tools do not fit the model's context window of "
+                      f"{local.model.config.max_position_embeddings} tokens; "
+                      f"{fit} tools were shown instead")
+    blank = [{"role": "user", "content": ""}]
+    asked_at_all: dict[tuple[str, str], None] = {}  # the requests asked, in order
+    for size in dict.fromkeys(min(size, fit, len(catalogue)) for size in sizes):
+        for draw in range(draws):
+            lists, home = draw_lists(catalogue, size, random.Random(f"{seed}-{size}-{draw}"))
+            served = [[(r, e) for r, e in labelled if home[e] == index] for index in range(len(lists))]
+            used = [(shown, asked) for shown, asked in zip(lists, served, strict=True) if asked]
+            correct, total, longest = 0, 0, 0
+            for shown, asked in used[:lists_per_draw]:
+                cache = PrefixCache(local)
+                base = render_tool_prompt(local, blank, [t.openai_schema() for t in shown])
+                cache.keep(local.tokenizer.encode(base, add_special_tokens=False))
+                for request, expected in asked:
+                    asked_at_all[(request, expected)] = None
+                    chosen, tokens = choose_tool(local, request, shown, cache)
+                    correct, total = correct + (chosen == expected), total + 1
+                    longest = max(longest, tokens)
+            curve.points.append(ToolCountPoint(size, draw, correct, total, longest))
+            if log:
+                log(f"{size} tools, draw {draw}: {correct}/{total}")
     if retriever is not None:
+        asked_at_all = dict.fromkeys(labelled) if lists_per_draw is None else asked_at_all
         correct, longest = 0, 0
-        for request, expected in labelled:
+        for request, expected in asked_at_all:
             chosen, tokens = choose_tool(local, request, retriever.top(request, k=5))
             correct += chosen == expected
             longest = max(longest, tokens)
-        curve.points.append(ToolCountPoint(RETRIEVAL_LABEL, 0, correct, len(labelled), longest))
+        curve.points.append(ToolCountPoint(RETRIEVAL_LABEL, 0, correct, len(asked_at_all), longest))
+        if log:
+            log(f"{RETRIEVAL_LABEL}: {correct}/{len(asked_at_all)}")
     return curve
 
 
@@ -177,28 +245,49 @@ def measure_tool_count(local: Any, catalogue: Sequence[CatalogueTool],
 LAST_FULL_RUN = Path(__file__).resolve().parents[1] / "data" / "tool_count_accuracy.json"
 
 
+def _measure_part(sizes: tuple[int, ...], draws: int, every: int, retrieval: bool) -> ToolCountCurve:
+    """One process's share of the full run: the same seeds as a single run, so the same points."""
+    from course.models import probe_model
+    from course.tools.catalogue import LABELLED_REQUESTS, build_catalogue
+
+    catalogue = build_catalogue()
+    return measure_tool_count(probe_model(), catalogue, LABELLED_REQUESTS[::every], sizes=sizes,
+                              draws=draws, retriever=ToolRetriever(catalogue) if retrieval else None,
+                              log=lambda line: print(line, flush=True))
+
+
 def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
-    """``python -m course.tools.tool_count [--sizes 5,10,25,50,122] [--draws 3] [--every 1]``."""
+    """``python -m course.tools.tool_count [--sizes 5,10,25,50,122] [--draws 3] [--every 1]
+    [--jobs 1]``; with ``--jobs 2`` the sizes are split over two processes (same points)."""
     import argparse
     import time
+    from concurrent.futures import ProcessPoolExecutor
 
     parser = argparse.ArgumentParser(description="measure tool-choice accuracy vs tools shown")
     parser.add_argument("--sizes", default="5,10,25,50,122")
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--every", type=int, default=1, help="use every n-th labelled request")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
     args = parser.parse_args(argv)
 
-    from course.models import probe_model
-    from course.tools.catalogue import LABELLED_REQUESTS, build_catalogue
-
-    local = probe_model()
-    catalogue = build_catalogue()
     start = time.perf_counter()
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    curve = measure_tool_count(local, catalogue, LABELLED_REQUESTS[::args.every], sizes=sizes,
-                               draws=args.draws, retriever=ToolRetriever(catalogue))
+    shares: list[tuple[int, ...]] = [() for _ in range(args.jobs)]
+    load = [2.0] + [0.0] * (args.jobs - 1)  # rough cost: the retrieval row (first job) ~ 2 sizes
+    for size in sorted(sizes, reverse=True):  # longer lists cost more per token
+        lightest = load.index(min(load))
+        shares[lightest] += (size,)
+        load[lightest] += 1 + min(size, 100) / 50
+    with ProcessPoolExecutor(args.jobs) as pool:
+        parts = list(pool.map(_measure_part, shares, [args.draws] * args.jobs,
+                              [args.every] * args.jobs, [i == 0 for i in range(args.jobs)]))
+    curve = parts[0]
+    curve.note = next((part.note for part in parts if part.note), "")
+    curve.points = sorted((p for part in parts for p in part.points),
+                          key=lambda p: (isinstance(p.shown, str), p.shown if isinstance(p.shown, int)
+                                         else 0, p.draw))
     curve.when = (f"{time.strftime('%Y-%m-%d')}, python -m course.tools.tool_count --sizes "
-                  f"{args.sizes} --draws {args.draws} --every {args.every}, "
+                  f"{args.sizes} --draws {args.draws} --every {args.every} --jobs {args.jobs}, "
                   f"{time.perf_counter() - start:.0f} s on a shared 2-core machine")
     print(curve)
     print("written to", curve.to_json(LAST_FULL_RUN))
