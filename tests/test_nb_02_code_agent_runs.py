@@ -9,18 +9,31 @@ def field(text: str, name: str) -> str:
     return re.search(rf"\b{name}=(\S+)", text).group(1)
 
 
-def test_live_runs_of_the_three_tasks_are_measured_and_flagged(run):
+def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert "short bounded run" in run.text("live-plan")  # the default setting: the bundled model
+    assert "ending at its first code block or after 64 new tokens" in run.text("live-plan")
+    cached = {}
     for task in ("weather", "bond", "debug"):
         text = run.text(f"live-{task}")
         assert f"{task} [measured] model: SmolLM2-135M-Instruct (bundled)" in text, text
         assert int(field(text, "steps")) == 1, text  # one model call, as the plan says
+        assert field(text, "stopped") == "step" and "answer: None" in text, text  # step limit (1)
         assert float(field(text, "seconds")) > 0
         assert re.search(r"step_seconds=\d+\.\d", text), text
         assert int(field(text, "input_tokens")) > 2000  # smolagents' real prompt re-read
-        flags = re.search(r"flags: (.*)", text).group(1)
-        assert flags != "none", f"the bundled model fails {task}; the checks must say how: {text}"
-    assert "instruction to run code ignored" in run.text("live-debug")
+        assert 0 < int(field(text, "output_tokens")) <= 64, text
+        cached[task] = int(field(text, "cached_prompt_tokens"))
+    # the first prompt is computed; the others reuse the prefix all three share (up to the tools)
+    assert cached["weather"] == 0 and cached["bond"] == cached["debug"] > 1500, cached
+    for task, tool in (("weather", "web_search"), ("bond", "image_generator")):
+        text = run.text(f"live-{task}")
+        assert "AgentParsingError" in text, text
+        assert f"[relevant tool never called] run: the task calls for '{tool}'" in text, text
+    debug = run.text("live-debug")  # it runs a copy of the script, bugs and all: no check fires
+    assert "the call ended at its first complete code block" in debug, debug
+    code = re.search(r"code run: (.*)", debug).group(1)
+    assert "range(4)" in code and "numbers(i)" in code, code
+    assert "error: AgentExecutionError" in debug and "flags: none" in debug, debug
     assert run.has_widget("live-stepper-now")
 
 

@@ -145,3 +145,13 @@ def test_a_live_run_is_bounded_by_its_plan_and_measured():
     assert full.stopped == "final_answer" and full.answer == "sunny" and len(full.trace.steps) == 3
     with pytest.raises(ValueError, match="unknown task"):
         run_live("poem", LivePlan(1, 1, ""), model=model)
+
+
+def test_first_code_block_end_finds_the_first_complete_block():
+    from course.agents.live import first_code_block_end
+
+    assert first_code_block_end("Thought: x\n<code>\nprint(1)\n</code> more") == len("Thought: x\n<code>\nprint(1)\n</code>")
+    fenced = "Here:\n\n```python\nprint(1)\n```"
+    assert first_code_block_end(fenced + "\ntrailing") == len(fenced)
+    assert first_code_block_end("```python\ndef f(a, b") is None  # the block never closed
+    assert first_code_block_end("The weather in Paris is quite unique.</code>") is None

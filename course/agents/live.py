@@ -8,19 +8,28 @@ model outputs, the token usage the model object reported, and the wall time of e
 
 How long a run may be depends on the model (:func:`live_plan`): a model under a billion
 parameters (the bundled SmolLM2-135M, whatever the setting that selects it) gets a short bounded
-run (one model call per task, a few dozen new tokens), because on a 2-core CPU each call
-re-reads a prompt of about 2,400 tokens and more steps measure nothing but time; any other
-model gets full runs. The step
-limit is enforced by a step callback that interrupts the agent, so a bounded run makes no extra
-"final answer" call after its last step.
+run: one model call per task that ends with the model's first complete code block (or a cap on
+new tokens), because on a 2-core CPU each call re-reads a prompt of about 2,400 tokens and more
+steps measure nothing but time; any other model gets full runs. The step limit is enforced by a
+step callback that interrupts the agent, so a bounded run makes no extra "final answer" call
+after its last step.
+
+A model loaded in the kernel keeps the key/value cache of the first prompt it read
+(:class:`course.tools.constrained.PrefixCache`): the three tasks share smolagents' system prompt
+up to the tool list (about 1,750 tokens), so the second and third runs compute only the tokens
+after it. The outputs are the model's own greedy continuations either way; each run reports how
+many prompt tokens came from the cache.
 
 Not handled: the real web search and image model (the offline tools stand in; see
-:mod:`course.agents.offline_tools`), planning steps, streaming, retries of a failed server call.
+:mod:`course.agents.offline_tools`), planning steps, streaming, retries of a failed server call;
+prefix reuse and the first-block stop for a server (it decides both itself; a bounded run there
+caps the new tokens only).
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +42,10 @@ from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
 from course.settings import active_model
+from course.tools.constrained import PrefixCache
 
-__all__ = ["FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan", "LiveRun", "choice_label", "live_plan", "run_live"]
+__all__ = ["BOUNDED_MAX_NEW_TOKENS", "FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan",
+           "LiveRun", "choice_label", "first_code_block_end", "live_plan", "run_live"]
 
 NOTE_TASKS = {"weather": "weather_note", "bond": "bond_note", "debug": "debug_note"}
 """The three tasks, by the recording that holds their task text, tools and additional_args."""
@@ -43,13 +54,22 @@ FULL_RUN_STEPS = 6
 """Step limit of a full run: the note does not state its limit; its longest run took 3 steps."""
 
 
+BOUNDED_MAX_NEW_TOKENS = 64
+"""Cap on new tokens of a bounded run's one call; the call ends earlier at its first code block."""
+
+
 @dataclass(frozen=True)
 class LivePlan:
-    """How far a live run may go with the active model, and why."""
+    """How far a live run may go with the active model, and why.
+
+    ``first_block`` ends each model call as soon as its text holds a complete code block (what
+    smolagents parses and runs), for a model loaded in the kernel.
+    """
 
     max_steps: int
     max_new_tokens: int
     reason: str
+    first_block: bool = False
 
 
 SMALL_MODEL_PARAMETERS = 1_000_000_000
@@ -77,9 +97,13 @@ def _is_small_model() -> tuple[bool, str]:
 def live_plan() -> LivePlan:
     """A short bounded run for a model under a billion parameters, full runs otherwise."""
     small, what = _is_small_model()
+    if small and active_model().kind == "server":  # the server decides when a call ends
+        return LivePlan(1, BOUNDED_MAX_NEW_TOKENS, f"short bounded run: {what}, one model call "
+                                                   f"per task of at most {BOUNDED_MAX_NEW_TOKENS} new tokens")
     if small:
-        return LivePlan(1, 48, f"short bounded run: {what}, one model call per task of at most "
-                               "48 new tokens")
+        return LivePlan(1, BOUNDED_MAX_NEW_TOKENS,
+                        f"short bounded run: {what}, one model call per task, ending at its first "
+                        f"code block or after {BOUNDED_MAX_NEW_TOKENS} new tokens", first_block=True)
     return LivePlan(FULL_RUN_STEPS, 512, f"full run with {what}: up to {FULL_RUN_STEPS} steps of "
                                          "at most 512 new tokens")
 
@@ -94,6 +118,8 @@ class LiveRun:
     stopped: str
     seconds: float
     plan: LivePlan
+    cached_tokens: int = 0
+    """Prompt tokens whose keys and values came from the kept prefix cache (not recomputed)."""
 
     @property
     def flags(self) -> list[Flag]:
@@ -105,10 +131,19 @@ class LiveRun:
         lines = [f"{self.name} [measured] model: {t.model_id}",
                  f"plan: {self.plan.reason}",
                  f"steps={len(t.steps)} stopped={self.stopped} seconds={self.seconds:.1f} "
-                 f"input_tokens={t.total_input_tokens} output_tokens={t.total_output_tokens}"]
+                 f"input_tokens={t.total_input_tokens} output_tokens={t.total_output_tokens} "
+                 f"cached_prompt_tokens={self.cached_tokens}"]
         for step in t.steps:
             output = " ".join((step.model_output or "").split())
             lines.append(f"  step {step.number}: model wrote {output[:140]!r}")
+            if self.plan.first_block and step.output_tokens is not None:
+                ended = (f"the {self.plan.max_new_tokens}-token cap"
+                         if step.output_tokens >= self.plan.max_new_tokens
+                         else "its first complete code block" if first_code_block_end(step.model_output or "")
+                         else "a stop sequence or the end of its text")
+                lines.append(f"    the call ended at {ended}")
+            if step.code:
+                lines.append(f"    code run: {' '.join(step.code.split())[:160]!r}")
             if step.tool_calls:
                 lines.append(f"    tool calls: {', '.join(str(c) for c in step.tool_calls)}")
             if step.error:
@@ -144,6 +179,69 @@ def _stop_after(limit: int):
     return callback
 
 
+_BLOCK = re.compile(r"<code>.*?</code>|```(?:python|py)\n.*?\n```", re.DOTALL)
+
+
+def first_code_block_end(text: str) -> int | None:
+    """Where the first complete code block of ``text`` ends (``<code>`` or a Python fence)."""
+    match = _BLOCK.search(text)
+    return match.end() if match else None
+
+
+class _PrefixReuse:
+    """For smolagents' ``TransformersModel`` over the kernel's model: start each prompt from the
+    kept prefix cache, and (``first_block``) stop at the first complete code block."""
+
+    prefix: PrefixCache
+    first_block: bool
+    cached_tokens: int = 0
+
+    def _prepare_completion_args(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        completion = super()._prepare_completion_args(*args, **kwargs)
+        ids = completion["inputs"][0].tolist()
+        first = not self.prefix.ids
+        if first:  # the first prompt is kept: computed once, here
+            self.prefix.keep(ids[:-1])
+        reused = self.prefix.reused
+        completion["past_key_values"] = self.prefix.start(ids)
+        if not first:
+            self.cached_tokens += self.prefix.reused - reused
+        if self.first_block:
+            tokenizer, start = self.tokenizer, len(ids)
+
+            class FirstBlock(StoppingCriteria):
+                def __call__(self, input_ids: Any, scores: Any, **_: Any) -> bool:
+                    return first_code_block_end(tokenizer.decode(input_ids[0, start:])) is not None
+
+            completion["stopping_criteria"] = StoppingCriteriaList(
+                [*(completion.get("stopping_criteria") or []), FirstBlock()])
+        return completion
+
+
+_KEPT: list[PrefixCache] = []
+
+
+def _kept_prefix(local: Any) -> PrefixCache:
+    """One prefix cache for the model loaded in the kernel, shared by the runs of a notebook."""
+    if not _KEPT or _KEPT[0].local.model is not local.model:
+        _KEPT[:] = [PrefixCache(local)]
+    return _KEPT[0]
+
+
+def _reusing_prefix(model: Any, plan: LivePlan) -> Any:
+    """``model`` (a kernel model for smolagents) made to reuse the kept prefix cache."""
+    from course.models import load_local_model
+
+    local = load_local_model()
+    if getattr(model, "model", None) is not local.model:
+        return model
+    model.__class__ = type(f"PrefixReuse{type(model).__name__}", (_PrefixReuse, type(model)), {})
+    model.prefix, model.first_block = _kept_prefix(local), plan.first_block
+    return model
+
+
 def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> LiveRun:
     """Run note task ``name`` (``weather``, ``bond`` or ``debug``) live with the agent model."""
     if name not in NOTE_TASKS:
@@ -152,7 +250,11 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
 
     plan = plan or live_plan()
     recording = load_run(RECORDINGS_DIR / f"{NOTE_TASKS[name]}.json")
-    model = model if model is not None else smolagents_model(max_new_tokens=plan.max_new_tokens)
+    if model is None:
+        model = smolagents_model(max_new_tokens=plan.max_new_tokens)
+        if active_model().kind != "server":
+            model = _reusing_prefix(model, plan)
+    cached_before = getattr(model, "cached_tokens", 0)
     agent = CodeAgent(tools=make_tools(recording.tools), model=model, max_steps=plan.max_steps + 1,
                       step_callbacks=[_stop_after(plan.max_steps)], verbosity_level=-1)
     start = time.perf_counter()
@@ -171,4 +273,5 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
     trace.measured_with = "as the model object reported"
     if answer is None and not any(s.is_final_answer for s in trace.steps) and stopped == "final_answer":
         stopped = "no final answer"
-    return LiveRun(name, trace, answer, stopped, seconds, plan)
+    return LiveRun(name, trace, answer, stopped, seconds, plan,
+                   getattr(model, "cached_tokens", 0) - cached_before)
