@@ -33,6 +33,7 @@ import torch
 from course.loop.agent_loop import LoopState, StepDecision, StopRules, run_loop
 from course.models import agent_is_local, agent_tokenizer, chat_model, text_generation_pipeline
 from course.tools.calls import ToolCall
+from course.tools.constrained import PrefixCache
 
 DEPARTMENTS = ("billing", "shipping", "technical")
 TICKET = "I was charged twice for my order 1234. Please refund one of the two payments."
@@ -168,6 +169,35 @@ class ChatModelPolicy:
         self.tokenizer, self.token_unit = tokenizer, label
         self.name = f"agent model ({type(chat).__name__})"
         self.outputs: list[str] = []
+        self.prefix: PrefixCache | None = None
+        self.cached_tokens = 0
+
+    def _start_from_kept_prefix(self, messages: list[tuple[str, str]]) -> dict[str, Any]:
+        """For a model in this kernel: the prompt's cache, built on the first prompt's (kept).
+
+        Every prompt of these runs starts with the same instructions and task, so only the tokens
+        after them are computed; the pipeline samples from the same scores as without the cache.
+        A server decides that itself (nothing is passed).
+        """
+        pipe = getattr(getattr(self.chat_model, "llm", None), "pipeline", None)
+        if pipe is None or not hasattr(self.chat_model, "_to_chat_prompt"):
+            return {}
+        from types import SimpleNamespace
+
+        from langchain_core.messages import convert_to_messages
+
+        text = self.chat_model._to_chat_prompt(convert_to_messages(messages))
+        ids = pipe.tokenizer(text)["input_ids"]  # as the pipeline tokenizes it
+        first = self.prefix is None
+        if first:
+            self.prefix = PrefixCache(SimpleNamespace(model=pipe.model))
+            self.prefix.keep(ids[:-1])
+            self.name += ", prompts continued from the first prompt's KV cache"
+        reused = self.prefix.reused
+        cache = self.prefix.start(ids)
+        if not first:
+            self.cached_tokens += self.prefix.reused - reused
+        return {"pipeline_kwargs": {"past_key_values": cache}}
 
     def chat(self, state: LoopState) -> list[dict[str, str]]:
         chat = [{"role": "system", "content": AGENT_INSTRUCTIONS}]
@@ -186,7 +216,8 @@ class ChatModelPolicy:
 
     def __call__(self, state: LoopState) -> StepDecision:
         messages = self.chat(state)
-        reply = self.chat_model.invoke([(m["role"], m["content"]) for m in messages])
+        turns = [(m["role"], m["content"]) for m in messages]
+        reply = self.chat_model.invoke(turns, **self._start_from_kept_prefix(turns))
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
         usage = getattr(reply, "usage_metadata", None) or {}
         if usage.get("input_tokens"):
