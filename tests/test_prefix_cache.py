@@ -15,15 +15,23 @@ from course.memory.prefix_cache import (
 
 @pytest.fixture(scope="module")
 def local():
+    """The bundled model on one torch thread, as in the notebook kernels under test: two pytest
+    workers share two cores, and torch threads competing for them run several times slower."""
+    import torch
+
     from course.models import load_local_model
 
-    return load_local_model()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield load_local_model()
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
 def report(local):
+    # A short system prompt: these tests are about the tokens and the cache, not the timings.
     return measure_prefix_reuse(local, ["Hi! I'm Bob.", "How do I make bread?", "What's my name?"],
-                                max_new_tokens=4)
+                                system="You are a cooking school's assistant.", max_new_tokens=3)
 
 
 def test_common_prefix_length():
@@ -91,3 +99,15 @@ def test_first_token_clock_notes_the_second_put():
     first = clock.first_token_at
     clock.put("token")
     assert first is not None and clock.first_token_at == first
+
+
+def test_command_line_runs_the_measurement(local, capsys):
+    from course.memory.prefix_cache import _main
+
+    assert _main(["--turns", "1", "--max-new-tokens", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("probe model: ")
+    assert "identical token for token on 1 of 1 turns" in out
+    for bad in (["--turns", "0"], ["--turns", "13"]):
+        with pytest.raises(SystemExit):
+            _main(bad)
