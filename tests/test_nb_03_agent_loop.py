@@ -109,6 +109,7 @@ def test_pipeline_vs_agent_figures_present(run):
     assert calls[0] == 1.0 and 1.0 <= calls[1] <= 2.0  # pipeline: one call; agent: up to its 2 steps
     assert "probe model: SmolLM2-135M-Instruct (bundled)" in text
     assert re.search(r"agent \[measured\] model: agent model \(ChatHuggingFace\)", text)
+    assert "prompts continued from the first prompt's KV cache" in text  # its seconds say how
     assert "label probabilities" in run.text("pipeline-outputs")
     table = "".join(out.get("data", {}).get("text/markdown", "")
                     for out in run.cells("note-table")[0].outputs)
