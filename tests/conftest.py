@@ -8,6 +8,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two workers share two cores: one torch thread each (read when torch is imported, which
+    # no test module has done yet), like the notebook kernels (nbharness.kernel_env) and the
+    # processes they start. Threads that compete for a core make a forward pass several times
+    # slower.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("COURSE_TORCH_THREADS", "1")
 
 NOTE_AND_REFERENCE_RUNS = ["weather_note", "bond_note", "debug_note", "bond_reference_72b",
                            "debug_reference_72b", "bond_ideal_react"]
