@@ -25,7 +25,16 @@ Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a H
 model is chosen), before any Hugging Face library is imported.
 """
 
-from course.settings import apply_offline_default
+import sys
+
+# jsonschema (tool-call validation, nbformat) imports ``rfc3987_syntax`` when it is installed
+# (jupyter-events pulls it in), and that module compiles an RFC 3987 grammar at import: 2.4-4 s
+# of CPU in every kernel and process that validates anything. No schema of the course uses the
+# "iri" formats it checks, so a process that imports the course goes without it (jsonschema
+# then simply does not check those two formats).
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from course.settings import apply_offline_default  # noqa: E402 - after the line above
 
 apply_offline_default()
 

@@ -95,3 +95,22 @@ def test_no_import_cycles():
     for module in sorted(edges):
         if module not in state:
             visit(module, [module])
+
+
+def test_importing_the_course_skips_the_rfc3987_grammar_and_jsonschema_still_validates():
+    """course/__init__.py keeps jsonschema from compiling an RFC 3987 grammar (seconds per kernel)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, course, jsonschema\n"
+        "assert sys.modules['rfc3987_syntax'] is None\n"
+        "schema = {'type': 'object', 'properties': {'city': {'type': 'string'}, "
+        "'when': {'type': 'string', 'format': 'date'}}, 'required': ['city']}\n"
+        "check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())\n"
+        "assert check.is_valid({'city': 'Oslo', 'when': '2026-12-01'})\n"
+        "assert not check.is_valid({'city': 'Oslo', 'when': 'tomorrow'})\n"
+        "assert not check.is_valid({'when': '2026-12-01'})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
