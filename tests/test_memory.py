@@ -190,14 +190,16 @@ def test_sqlite_survives_a_new_process(tmp_path):
     assert len(saved_messages(again, "bob")) == 4
 
 
-def test_sqlite_bad_input(tmp_path):
+def test_sqlite_bad_input(tmp_path, capsys):
+    from course.memory.store import _main
+
     with pytest.raises(CheckpointStoreError, match="is a folder"):
         sqlite_checkpointer(tmp_path)
     with pytest.raises(CheckpointStoreError, match="write a conversation first"):
         read_thread_from_file(tmp_path / "missing.sqlite", "t")
-    out = subprocess.run([sys.executable, "-m", "course.memory.store"], capture_output=True,
-                         text=True)
-    assert out.returncode == 2 and "usage" in out.stderr
+    with pytest.raises(SystemExit) as stopped:  # the command line with no command (in-process:
+        _main([])                               # the new-process path is tested above)
+    assert stopped.value.code == 2 and "usage" in capsys.readouterr().err
 
 
 def test_concurrent_threads_never_see_each_other(tmp_path):
