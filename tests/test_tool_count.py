@@ -107,3 +107,24 @@ def test_one_shown_tool_is_always_chosen_and_counts_add_up(probe, catalogue):
     assert retrieval.shown == "BM25 top-5" and retrieval.total == 2 and curve.note == ""
     live = measure_tool_count(probe, catalogue, LABELLED_REQUESTS, sizes=(1,), lists_per_draw=2)
     assert [(p.shown, p.correct, p.total) for p in live.points] == [(1, 2, 2)]
+
+
+def test_a_following_cache_gives_the_same_greedy_turns(probe):
+    """LocalToolCallingChat's cache: each turn starts from the last; the replies do not change."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from course.tools.examples import get_weather
+    from course.tools.protocol_chat import LocalToolCallingChat
+
+    turns = [[HumanMessage("What's the weather in Oslo?")],
+             [HumanMessage("What's the weather in Oslo?"),
+              AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"},
+                                         "id": "c1", "type": "tool_call"}]),
+              ToolMessage("Oslo: 3 °C, snow", tool_call_id="c1")]]
+    chat = LocalToolCallingChat(local=probe, max_new_tokens=8, constrain_first_call=True)
+    bound = chat.bind_tools([get_weather])
+    cached = [bound.invoke(messages).content for messages in turns]
+    assert chat._prefix.reused > 0  # the second turn started from the first one's cache
+    fresh = [LocalToolCallingChat(local=probe, max_new_tokens=8, constrain_first_call=True)
+             .bind_tools([get_weather]).invoke(messages).content for messages in turns]
+    assert cached == fresh

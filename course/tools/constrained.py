@@ -148,10 +148,13 @@ class PrefixCache:
     for another prompt: the kept cache cut back to the longest token prefix both share (views of
     the kept tensors, which stay untouched), extended by the new prompt's own tokens, all but its
     last (``generate`` runs that one). ``reused`` and ``computed`` count the tokens of each kind.
+    With ``follow=True`` each started prompt becomes the kept one (a conversation, where each
+    turn extends the last; one row only, as the cache given out is the one kept).
     """
 
-    def __init__(self, local: Any):
+    def __init__(self, local: Any, follow: bool = False):
         self.local = local
+        self.follow = follow
         self.ids: list[int] = []
         self.cache: Any = None
         self.reused = 0
@@ -186,9 +189,12 @@ class PrefixCache:
         if shared and self.cache is not None:
             tensors = [t for layer in self.cache.layers for t in (layer.keys, layer.values)]
             cache = copy.deepcopy(self.cache, {id(t): t for t in tensors})  # new layers, same tensors
-            cache.crop(shared - len(self.ids))  # negative: drop the tokens not shared
+            cache.crop(shared - self.cache.get_seq_length())  # negative: drop what is not shared
             self.reused += shared
-        return self._run(list(ids[shared:-1]), cache)
+        cache = self._run(list(ids[shared:-1]), cache)
+        if self.follow:
+            self.ids, self.cache = list(ids[:-1]), cache
+        return cache
 
 
 class ToolCallLogitsProcessor:

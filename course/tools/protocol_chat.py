@@ -9,7 +9,9 @@ the local model, and parses the text into an ``AIMessage`` with ``tool_calls``.
 With ``constrain_first_call=True`` the turn right after a human message is generated with
 :class:`course.tools.constrained.ToolCallLogitsProcessor` (a call is then guaranteed to be well
 formed); turns after a tool result are generated freely. That is a choice the runtime makes,
-and the notebook says so where it uses it.
+and the notebook says so where it uses it. Each turn starts from the key/value cache of the
+previous one where the tokens agree (:class:`course.tools.constrained.PrefixCache`), so the tool
+list and the conversation so far are not read again.
 
 Not handled: parallel calls, streaming, ``tool_choice``; only the first call of a reply counts.
 """
@@ -24,8 +26,9 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import PrivateAttr
 
-from course.tools.constrained import constrained_call
+from course.tools.constrained import PrefixCache, constrained_call
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
 
 __all__ = ["LocalToolCallingChat", "to_chat_dicts"]
@@ -52,6 +55,7 @@ class LocalToolCallingChat(BaseChatModel):
     local: Any
     max_new_tokens: int = 32
     constrain_first_call: bool = False
+    _prefix: Any = PrivateAttr(default=None)  # the last prompt's cache: the next turn extends it
 
     @property
     def _llm_type(self) -> str:
@@ -68,19 +72,22 @@ class LocalToolCallingChat(BaseChatModel):
         chat = to_chat_dicts(messages)
         prompt = render_tool_prompt(self.local, chat, tools)
         after_human = bool(messages) and messages[-1].type == "human"
+        if self._prefix is None:
+            self._prefix = PrefixCache(self.local, follow=True)
         if tools and self.constrain_first_call and after_human:
-            text = constrained_call(self.local, prompt, tools)
+            text = constrained_call(self.local, prompt, tools, prefix_cache=self._prefix)
         else:
-            ids = self.local.tokenizer(prompt, return_tensors="pt",
-                                       add_special_tokens=False)
             import torch
 
+            ids = self.local.tokenizer.encode(prompt, add_special_tokens=False)
+            cache = self._prefix.start(ids)
+            batch = torch.tensor([ids], device=self.local.model.device)
             with torch.no_grad():
                 out = self.local.model.generate(
-                    **ids, max_new_tokens=self.max_new_tokens, do_sample=False,
+                    input_ids=batch, attention_mask=torch.ones_like(batch), past_key_values=cache,
+                    max_new_tokens=self.max_new_tokens, do_sample=False,
                     pad_token_id=self.local.tokenizer.eos_token_id)
-            text = self.local.tokenizer.decode(out[0, ids["input_ids"].shape[1]:],
-                                               skip_special_tokens=True).strip()
+            text = self.local.tokenizer.decode(out[0, len(ids):], skip_special_tokens=True).strip()
         parsed = parse_model_output(text)
         if parsed.kind == "call":
             message = AIMessage(content=text, tool_calls=[{

@@ -110,7 +110,7 @@ class ToolCountCurve:
                         alpha=0.25, label="range over draws")
         if RETRIEVAL_LABEL in summary:
             ax.scatter([5], [summary[RETRIEVAL_LABEL][0]], marker="*", s=160, color="C3",
-                       label=f"{RETRIEVAL_LABEL} of all {max(sizes, default=5)}", zorder=3)
+                       label=f"{RETRIEVAL_LABEL} of the whole catalogue", zorder=3)
         ax.set_xscale("log")
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.set_ylim(0, 1)
