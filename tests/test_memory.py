@@ -267,16 +267,9 @@ def test_concurrent_error_is_raised_in_the_caller():
 
 @pytest.fixture(scope="module")
 def local():
-    """The bundled model on one torch thread, as in the notebook kernels under test: two pytest
-    workers share two cores, and torch threads competing for them run several times slower."""
-    import torch
-
     from course.models import load_local_model
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield load_local_model()
-    torch.set_num_threads(threads)
+    return load_local_model()
 
 
 def test_render_prompt_matches_the_chat_template(local):

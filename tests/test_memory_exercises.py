@@ -59,15 +59,8 @@ def base(tmp_path):
 
 @pytest.fixture(scope="module")
 def probe_namespace(tmp_path_factory):
-    """The notebook's objects for exercise 2, with the bundled model on one torch thread (as in
-    the notebook kernels under test: competing torch threads on two shared cores run several
-    times slower)."""
-    import torch
-
     from course.models import probe_model
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     base = _make_base(tmp_path_factory.mktemp("ex2"))
     probe = probe_model()
     alone = [HumanMessage("What's my name?")]
@@ -75,9 +68,8 @@ def probe_namespace(tmp_path_factory):
                  HumanMessage("What's my name?")]
     effect = history_effect(probe, {"question alone": alone,
                                     "after the published greeting": published})
-    yield {**base, "probe": probe, "alone": alone, "published_history": published,
-           "effect": effect, "next_token_probability": next_token_probability}
-    torch.set_num_threads(threads)
+    return {**base, "probe": probe, "alone": alone, "published_history": published,
+            "effect": effect, "next_token_probability": next_token_probability}
 
 
 def _verdict(source: str, namespace: dict) -> str:

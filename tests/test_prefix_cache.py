@@ -15,16 +15,9 @@ from course.memory.prefix_cache import (
 
 @pytest.fixture(scope="module")
 def local():
-    """The bundled model on one torch thread, as in the notebook kernels under test: two pytest
-    workers share two cores, and torch threads competing for them run several times slower."""
-    import torch
-
     from course.models import load_local_model
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield load_local_model()
-    torch.set_num_threads(threads)
+    return load_local_model()
 
 
 @pytest.fixture(scope="module")
