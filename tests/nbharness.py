@@ -122,3 +122,24 @@ def run_notebook(path: Path, env: dict[str, str] | None = None,
 def execute_notebook(name: str) -> ExecutedNotebook:
     """Run ``notebooks/<name>`` once per test process and keep the result for every test."""
     return run_notebook(NOTEBOOKS / name)
+
+
+@cache
+def cell_sources(name: str) -> dict[str, str]:
+    """``notebooks/<name>``'s cell sources by cell id, as the instructor wrote them (hidden tests
+    included): what the exercise tests run a check cell from, without executing the notebook."""
+    return {c.id: c.source for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells}
+
+
+def run_cell(source: str, namespace: dict, label: str = "<cell>") -> str:
+    """Execute one cell's ``source`` in ``namespace`` (as a kernel would) and return what it
+    printed: a check cell's verdict. Exceptions propagate, as in a kernel."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        # dont_inherit: this module's ``from __future__ import annotations`` must not reach the
+        # cell (a kernel has none; LangGraph reads a state class's annotations as types).
+        exec(compile(source, label, "exec", dont_inherit=True), namespace)
+    return out.getvalue()

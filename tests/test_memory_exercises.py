@@ -4,11 +4,8 @@ instructor's own solution, without executing the rest of the notebook. The noteb
 the checks read (``app``, ``sql_app``, ``effect`` ...) are rebuilt here with a scripted model
 (and the bundled model for the probability exercise)."""
 
-import contextlib
-import io
 from pathlib import Path
 
-import nbformat
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -22,13 +19,14 @@ from course.memory.chat_graph import (
 )
 from course.memory.stateless import history_effect, next_token_probability
 from course.memory.store import ScriptedEcho
+from nbharness import cell_sources, run_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_memory.ipynb"
 
 
 @pytest.fixture(scope="module")
 def cells():
-    return {c.id: c.source for c in nbformat.read(NOTEBOOK, 4).cells}
+    return cell_sources(NOTEBOOK.name)
 
 
 def _make_base(folder: Path) -> dict:
@@ -73,10 +71,7 @@ def probe_namespace(tmp_path_factory):
 
 
 def _verdict(source: str, namespace: dict) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<check>", "exec"), namespace)
-    return out.getvalue()
+    return run_cell(source, namespace, "<check>")
 
 
 def _run(cells, namespace, number, **answer):

@@ -12,13 +12,13 @@ import nbformat
 import pytest
 
 from course.checks import CheckFailed
+from nbharness import cell_sources
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_code_agent_runs.ipynb"
 
 
 def cell(cell_id: str) -> str:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    return next(c.source for c in nb.cells if c.get("id") == cell_id)
+    return cell_sources(NOTEBOOK.name)[cell_id]
 
 
 @pytest.fixture

@@ -16,13 +16,13 @@ from course.checks import CheckFailed
 from course.loop.agent_loop import StopRules, run_loop
 from course.loop.reliability import simulate_chain
 from course.loop.scenarios import stuck_search_model
+from nbharness import cell_sources
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_agent_loop.ipynb"
 
 
 def cell(cell_id: str) -> str:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    return next(c.source for c in nb.cells if c.get("id") == cell_id)
+    return cell_sources(NOTEBOOK.name)[cell_id]
 
 
 @pytest.fixture

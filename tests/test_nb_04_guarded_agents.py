@@ -174,12 +174,9 @@ def test_closing_note_and_exercises(run):
 # included, is executed against the instructor's solution and against wrong answers) ----------
 
 def _cells() -> dict[str, str]:
-    from pathlib import Path
+    from nbharness import cell_sources
 
-    import nbformat
-
-    path = Path(__file__).resolve().parents[1] / "notebooks" / NOTEBOOK
-    return {c.id: c.source for c in nbformat.read(path, 4).cells}
+    return cell_sources(NOTEBOOK)
 
 
 def _namespace() -> dict:
@@ -195,13 +192,9 @@ def _namespace() -> dict:
 
 
 def _verdict(source: str, namespace: dict) -> str:
-    import contextlib
-    import io
+    from nbharness import run_cell
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<check>", "exec"), namespace)
-    return out.getvalue()
+    return run_cell(source, namespace, "<check>")
 
 
 def _wrong_answers() -> dict[int, dict[str, object]]:

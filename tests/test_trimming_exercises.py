@@ -2,12 +2,9 @@
 instructor wrote it) is run against constant, keyword and half-right answers, and against the
 instructor's own solution, without executing the rest of the notebook."""
 
-import contextlib
-import io
 import random
 from pathlib import Path
 
-import nbformat
 import pytest
 from langchain_core.messages import HumanMessage, trim_messages
 
@@ -27,13 +24,14 @@ from course.trimming.examples import (
 )
 from course.trimming.remedies import extract_user_name
 from course.trimming.rules import trim_and_explain
+from nbharness import cell_sources, run_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_trimming.ipynb"
 
 
 @pytest.fixture(scope="module")
 def cells():
-    return {c.id: c.source for c in nbformat.read(NOTEBOOK, 4).cells}
+    return cell_sources(NOTEBOOK.name)
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +51,7 @@ def base():
 
 
 def _verdict(source: str, namespace: dict) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "<check>", "exec"), namespace)
-    return out.getvalue()
+    return run_cell(source, namespace, "<check>")
 
 
 def _wrong_answers(ns: dict) -> dict[int, dict[str, object]]:
