@@ -27,13 +27,14 @@ format becomes guaranteed, the content does not.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
-__all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "PrefixCache", "ToolCallLogitsProcessor",
+__all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor",
            "constrained_call", "sample_replies"]
 
 MAX_STRING_TOKENS = 8
@@ -349,24 +350,32 @@ class _StopWhenDecided:
         return torch.tensor(decided, dtype=torch.bool, device=input_ids.device)
 
 
-class _StopPlainText:
-    """Stops a row as soon as its reply clearly does not start a call (saves compute)."""
+class StopWhenReply:
+    """A stopping criterion for batched ``generate``: a row stops once ``done(reply so far)``.
 
-    def __init__(self, tokenizer: Any, prompt_length: int):
+    Used to end a row as soon as its text shows what the cell needs (a first sentence, a reply
+    that clearly does not start a call), which saves the tokens after it.
+    """
+
+    def __init__(self, tokenizer: Any, prompt_length: int, done: Callable[[str], bool]):
         self.tokenizer = tokenizer
         self.prompt_length = prompt_length
+        self.done = done
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
         texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_length:],
                                             skip_special_tokens=True)
-        stop = []
-        for text in texts:
-            head = text.lstrip()
-            stop.append(bool(head) and not (head.startswith("{") or CALL_OPEN.startswith(
-                head[: len(CALL_OPEN)]) or head.startswith(CALL_OPEN)))
-        return torch.tensor(stop, dtype=torch.bool, device=input_ids.device)
+        return torch.tensor([bool(self.done(t)) for t in texts], dtype=torch.bool,
+                            device=input_ids.device)
+
+
+def _plain_text(text: str) -> bool:
+    """True once a reply clearly does not start a call."""
+    head = text.lstrip()
+    return bool(head) and not (head.startswith("{") or CALL_OPEN.startswith(
+        head[: len(CALL_OPEN)]) or head.startswith(CALL_OPEN))
 
 
 def sample_replies(
@@ -415,7 +424,7 @@ def sample_replies(
                 "stopping_criteria": StoppingCriteriaList([_StopWhenDecided(processor)])}
         else:
             kwargs = {"stopping_criteria": StoppingCriteriaList(
-                [_StopPlainText(tokenizer, ids.shape[1])])}
+                [StopWhenReply(tokenizer, ids.shape[1], _plain_text)])}
         out = model.generate(
             input_ids=batch, attention_mask=torch.ones_like(batch), past_key_values=cache,
             max_new_tokens=max_new_tokens, **sampling,

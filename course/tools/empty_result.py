@@ -88,23 +88,12 @@ def replies_after_results(request: str, tool: str, arguments: dict[str, Any], sc
             for (label, content), rows in zip(contents.items(), replies, strict=True)]
 
 
-class _FirstSentence:
-    """Stops a row once its reply holds a sentence end or a line break."""
-
-    def __init__(self, tokenizer: Any, prompt_length: int):
-        self.tokenizer = tokenizer
-        self.prompt_length = prompt_length
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        import torch
-
-        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_length:],
-                                            skip_special_tokens=True)
-        return torch.tensor([bool(_SENTENCE_END.search(t.strip())) for t in texts],
-                            dtype=torch.bool, device=input_ids.device)
-
-
 _SENTENCE_END = re.compile(r"[.!?](\s|$)|\n")
+
+
+def _first_sentence(reply: str) -> bool:
+    """True once a reply holds a sentence end or a line break."""
+    return bool(_SENTENCE_END.search(reply.strip()))
 
 
 def _local_replies(request: str, tool: str, arguments: dict, schemas: list[dict],
@@ -116,6 +105,7 @@ def _local_replies(request: str, tool: str, arguments: dict, schemas: list[dict]
     from transformers import DynamicCache, StoppingCriteriaList
 
     from course.models import probe_model
+    from course.tools.constrained import StopWhenReply
 
     probe = probe_model()
     tokenizer, model = probe.tokenizer, probe.model
@@ -141,7 +131,7 @@ def _local_replies(request: str, tool: str, arguments: dict, schemas: list[dict]
             input_ids=ids.repeat_interleave(n, 0), attention_mask=mask.repeat_interleave(n, 0),
             past_key_values=cache, max_new_tokens=max_new_tokens, do_sample=True,
             temperature=temperature, top_k=0, pad_token_id=tokenizer.eos_token_id,
-            stopping_criteria=StoppingCriteriaList([_FirstSentence(tokenizer, width)]))
+            stopping_criteria=StoppingCriteriaList([StopWhenReply(tokenizer, width, _first_sentence)]))
     texts = [t.strip() for t in tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)]
     return [texts[i * n:(i + 1) * n] for i in range(len(contents))]
 
