@@ -42,7 +42,7 @@ from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
 from course.settings import active_model
-from course.tools.constrained import PrefixCache
+from course.tools.constrained import PrefixCache, StopWhenReply
 
 __all__ = ["BOUNDED_MAX_NEW_TOKENS", "FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan",
            "LiveRun", "choice_label", "first_code_block_end", "live_plan", "run_live"]
@@ -197,7 +197,7 @@ class _PrefixReuse:
     cached_tokens: int = 0
 
     def _prepare_completion_args(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from transformers import StoppingCriteria, StoppingCriteriaList
+        from transformers import StoppingCriteriaList
 
         completion = super()._prepare_completion_args(*args, **kwargs)
         ids = completion["inputs"][0].tolist()
@@ -209,14 +209,10 @@ class _PrefixReuse:
         if not first:
             self.cached_tokens += self.prefix.reused - reused
         if self.first_block:
-            tokenizer, start = self.tokenizer, len(ids)
-
-            class FirstBlock(StoppingCriteria):
-                def __call__(self, input_ids: Any, scores: Any, **_: Any) -> bool:
-                    return first_code_block_end(tokenizer.decode(input_ids[0, start:])) is not None
-
+            first_block = StopWhenReply(self.tokenizer, len(ids),
+                                        lambda reply: first_code_block_end(reply) is not None)
             completion["stopping_criteria"] = StoppingCriteriaList(
-                [*(completion.get("stopping_criteria") or []), FirstBlock()])
+                [*(completion.get("stopping_criteria") or []), first_block])
         return completion
 
 
