@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from course.tools.constrained import common_prefix_length  # chapter 01's; re-exported here
+
 __all__ = ["DEFAULT_SYSTEM", "DEFAULT_TURNS", "PrefixReuseReport", "TurnTiming",
            "common_prefix_length", "measure_prefix_reuse"]
 
@@ -157,16 +159,6 @@ class _FirstTokenClock:
 
     def end(self) -> None:
         pass
-
-
-def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """Number of leading tokens ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _cache_argument(model: Any) -> str:

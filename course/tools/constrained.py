@@ -27,7 +27,7 @@ format becomes guaranteed, the content does not.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -35,7 +35,7 @@ from typing import Any
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
 __all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor",
-           "constrained_call", "sample_replies"]
+           "common_prefix_length", "constrained_call", "sample_replies"]
 
 MAX_STRING_TOKENS = 8
 MAX_DIGIT_TOKENS = 4
@@ -142,6 +142,16 @@ class _RowState:
         return rest
 
 
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Number of leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class PrefixCache:
     """The key/value cache of one kept prompt, reused by later prompts that start the same way.
 
@@ -182,10 +192,7 @@ class PrefixCache:
         """A new cache holding ``ids[:-1]``, built on the kept prefix where the tokens agree."""
         import copy
 
-        shared = 0
-        limit = min(len(self.ids), len(ids) - 1)
-        while shared < limit and self.ids[shared] == ids[shared]:
-            shared += 1
+        shared = common_prefix_length(self.ids, ids[:-1])
         cache = None
         if shared and self.cache is not None:
             tensors = [t for layer in self.cache.layers for t in (layer.keys, layer.values)]
