@@ -143,3 +143,9 @@ def run_cell(source: str, namespace: dict, label: str = "<cell>") -> str:
         # cell (a kernel has none; LangGraph reads a state class's annotations as types).
         exec(compile(source, label, "exec", dont_inherit=True), namespace)
     return out.getvalue()
+
+
+def check_cell_ids(nb: nbformat.NotebookNode) -> list[str]:
+    """The ids of a notebook's autograded check cells (written answers are graded by hand)."""
+    return [c.id for c in nb.cells if c.cell_type == "code"
+            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]

@@ -35,7 +35,7 @@ from course.grading import (
     write_student_editions,
 )
 from course.grading.sandbox import FIRST_UID
-from nbharness import run_notebook
+from nbharness import check_cell_ids, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -59,12 +59,6 @@ ODD_ONES = ("edited_checks", "not_json", "symlink", "sabotaged_guard")
 
 def _read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
-
-
-def _check_cells(nb: nbformat.NotebookNode) -> list[str]:
-    """The autograded check cells (written answers are graded by hand and print nothing)."""
-    return [c.id for c in nb.cells if c.cell_type == "code"
-            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
 
 
 # ----------------------------------------------------------------------------- student edition
@@ -112,9 +106,9 @@ def _student_run(path: Path, tmp_path: Path):
 
 
 def _assert_not_yet_done(run, nb):
-    for cell_id in _check_cells(nb):
+    for cell_id in check_cell_ids(nb):
         assert "[not yet done]" in run.text(cell_id), (run.name, cell_id, run.text(cell_id))
-    assert "[passed]" not in "\n".join(run.text(c) for c in _check_cells(nb))
+    assert "[passed]" not in "\n".join(run.text(c) for c in check_cell_ids(nb))
 
 
 def test_student_edition_of_the_fixture_executes_with_not_yet_done(tmp_path):

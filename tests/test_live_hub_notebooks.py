@@ -21,7 +21,7 @@ import pytest
 from course.assets import converted_model_dir
 from course.grading import student_edition
 from live_models import HUB_ID, write_hub_cache
-from nbharness import NOTEBOOKS, run_notebook
+from nbharness import NOTEBOOKS, check_cell_ids, run_notebook
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
@@ -35,8 +35,7 @@ def hub_cache(tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_student_edition_runs_with_a_hub_id(hub_cache, name, tmp_path):
     source = nbformat.read(NOTEBOOKS / name, as_version=4)
-    checks = [c.id for c in source.cells if c.cell_type == "code"
-              and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    checks = check_cell_ids(source)
     nbformat.write(student_edition(source), tmp_path / name)
     run = run_notebook(tmp_path / name,
                        env={"COURSE_MODEL": HUB_ID, "HF_HUB_CACHE": str(hub_cache)})
