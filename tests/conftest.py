@@ -51,7 +51,8 @@ def run(request):
 # the chapter notebooks (whose saved runs the website test reuses, so they come early), then
 # the other notebook-running modules, then the rest, and the website last.
 # (xdist's own ``--dist loadgroup`` does not work with pytest 9.2: it renames ``item._nodeid``,
-# which pytest no longer reads, so the scheduler below splits the units itself.)
+# which pytest no longer reads, so the scheduler below splits the units itself, whatever
+# ``--dist`` says: ``-n 2`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
 FIRST = ("test_nb_0",)
 HEAVY = ("test_live_server_notebooks", "test_live_hub_notebooks", "test_browser",
          "test_nbgrader_pipeline", "test_grading", "test_tool_count", "test_doctor")
@@ -72,7 +73,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)  # stable: the order within a module is kept
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
