@@ -4,16 +4,27 @@ A test names the cells that carry the lesson by cell id or tag and asserts on th
 
     run = execute_notebook("06_trimming.ipynb")
     assert "kept 4 messages, 32 tokens" in run.text("worked-example")
+
+and grades a chapter's exercises without running the notebook (the one harness of every
+``test_nb_0N_exercises.py``): each check cell against the instructor's solution and wrong answers::
+
+    verdict = Exercises("06_trimming.ipynb").grade(3, names, answer=lambda r, t, b: [0, 5, 6, 7])
+    assert verdict.rejected, verdict  # by the check's own assertion; a crash is not a rejection
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
 import time
+import traceback
 from dataclasses import dataclass
 from functools import cache
 from hashlib import sha256
 from pathlib import Path
+from unittest.mock import patch
 
 import nbformat
 from nbclient import NotebookClient
@@ -134,15 +145,93 @@ def cell_sources(name: str) -> dict[str, str]:
 def run_cell(source: str, namespace: dict, label: str = "<cell>") -> str:
     """Execute one cell's ``source`` in ``namespace`` (as a kernel would) and return what it
     printed: a check cell's verdict. Exceptions propagate, as in a kernel."""
-    import contextlib
-    import io
-
     out = io.StringIO()
+    _execute(source, namespace, label, out)
+    return out.getvalue()
+
+
+def _execute(source: str, namespace: dict, label: str, out: io.StringIO) -> None:
     with contextlib.redirect_stdout(out):
         # dont_inherit: this module's ``from __future__ import annotations`` must not reach the
         # cell (a kernel has none; LangGraph reads a state class's annotations as types).
         exec(compile(source, label, "exec", dont_inherit=True), namespace)
-    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a grader makes of one check cell run against one answer.
+
+    ``outcome`` is ``"passed"``, ``"try again"`` (the check's own assertion rejected the answer),
+    ``"not yet done"`` (the stub's ``NotImplementedError``) or ``"crashed"`` (anything else
+    raised: the check did not judge the answer, so no test may count it as a rejection)."""
+
+    exercise: str
+    answer: str
+    outcome: str
+    printed: str
+    error: BaseException | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def rejected(self) -> bool:
+        """Rejected by the check itself: its assertion failed and it printed a hint."""
+        return self.outcome == "try again" and "[try again]" in self.printed
+
+    def __str__(self) -> str:
+        crash = ""
+        if self.error is not None:
+            crash = "\n" + "".join(traceback.format_exception(self.error)[-6:])
+        return f"{self.exercise} with {self.answer}: {self.outcome}\n{self.printed}{crash}"
+
+
+class Exercises:
+    """A chapter's exercises, graded as nbgrader would, without executing the notebook.
+
+    ``grade(n, names)`` runs, in ``names`` (what the notebook defines before the exercise), the
+    cells ``before`` (e.g. earlier checks that define helpers), then exercise ``n``'s solution
+    cell (its imports and helpers), then the answer under test in its place, then the check
+    cell ``ex<n>-check`` (hidden tests included) in grading mode. The answer is the instructor's
+    solution (``None``), a function that replaces the one the solution defines, or the source
+    of a whole answer cell."""
+
+    def __init__(self, notebook: str):
+        self.notebook = notebook
+        self.cells = cell_sources(notebook)
+
+    def function(self, n: int) -> str:
+        """The name of the function exercise ``n``'s solution cell defines (the student's)."""
+        return re.findall(r"^def (\w+)", self.cells[f"ex{n}-solution"], re.M)[-1]
+
+    def grade(self, n: int, names: dict, answer=None, *, before=(), label: str = "") -> Verdict:
+        from course.checks import GRADING_SETTING, CheckFailed
+
+        namespace = dict(names)
+        for cell_id in before:
+            run_cell(self.cells[cell_id], namespace, cell_id)
+        if isinstance(answer, str):
+            run_cell(answer, namespace, "<answer>")
+        else:
+            run_cell(self.cells[f"ex{n}-solution"], namespace, f"ex{n}-solution")
+            if answer is not None:
+                namespace[self.function(n)] = answer
+        label = label or ("the instructor's solution" if answer is None else repr(answer))
+        out, error, outcome = io.StringIO(), None, "passed"
+        try:
+            with patch.dict(os.environ, {GRADING_SETTING: "1"}):
+                _execute(self.cells[f"ex{n}-check"], namespace, f"ex{n}-check", out)
+        except CheckFailed:
+            outcome = "try again"
+        except NotImplementedError:
+            outcome = "not yet done"
+        except Exception as err:  # the check cell crashed: a bug in the check or the harness
+            outcome, error = "crashed", err
+        printed = out.getvalue()
+        if outcome == "passed" and f"[passed] Exercise {n}" not in printed:
+            outcome = "crashed"  # no verdict printed: the check cell never reached its check
+        return Verdict(f"{self.notebook} exercise {n}", label, outcome, printed, error)
 
 
 def check_cell_ids(nb: nbformat.NotebookNode) -> list[str]:

@@ -4,23 +4,14 @@ Each check cell of the instructor notebook (hidden tests included) is run, in gr
 against the instructor's solution (must pass) and against a few wrong answers (each must fail).
 """
 
-from pathlib import Path
-
-import nbformat
 import pytest
 
-from course.checks import CheckFailed
+from nbharness import Exercises
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_tool_calling.ipynb"
-
-
-def _cell(cell_id: str) -> str:
-    nb = nbformat.read(NOTEBOOK, 4)
-    (cell,) = [c for c in nb.cells if c.id == cell_id]
-    return cell.source
+EXERCISES = Exercises("01_tool_calling.ipynb")
 
 
-def _namespace() -> dict:
+def _names() -> dict:
     from course.tools.protocol import parse_model_output
     from course.tools.registry import ToolError, ToolRegistry
     from course.tools.sales import sales_summary
@@ -29,25 +20,14 @@ def _namespace() -> dict:
             "ToolRegistry": ToolRegistry, "sales_summary": sales_summary}
 
 
-def _grade(check_id: str, solution_source: str) -> None:
-    namespace = _namespace()
-    exec(solution_source, namespace)
-    exec(_cell(check_id), namespace)
-
-
-@pytest.fixture(autouse=True)
-def grading_mode(monkeypatch):
-    monkeypatch.setenv("COURSE_GRADING", "1")
-
-
 @pytest.mark.parametrize("n", [1, 2, 3])
-def test_the_instructor_solution_passes(n, capsys):
-    _grade(f"ex{n}-check", _cell(f"ex{n}-solution"))
-    assert "[passed]" in capsys.readouterr().out
+def test_the_instructor_solution_passes(n):
+    verdict = EXERCISES.grade(n, _names())
+    assert verdict.passed, verdict
 
 
 WRONG = {
-    "ex1-check": {
+    1: {
         "always valid": "def check_reply(text, registry):\n    return 'valid'\n",
         "keyword stuffing": ("def check_reply(text, registry):\n"
                              "    return 'town city could not be parsed does not exist'\n"),
@@ -60,7 +40,7 @@ WRONG = {
             "        return 'town is unexpected, city is missing'\n"
             "    return 'valid'\n"),
     },
-    "ex2-check": {
+    2: {
         "a constant": "def best_region(category, start_date, end_date):\n"
                       "    return ('west', '448.61')\n",
         "the visible case only": (
@@ -74,7 +54,7 @@ WRONG = {
             "    r = min(by, key=lambda k: float(by[k]))\n"
             "    return r, by[r]\n"),
     },
-    "ex3-check": {
+    3: {
         "never vetoes": "PAID = {'O-1': 120.0, 'O-2': 35.5, 'O-3': 80.0}\nREFUNDED = {'O-1': 100.0}\n"
                         "def refund_rule(tool, arguments):\n    return None\n",
         "always vetoes, naming every order": (
@@ -94,8 +74,14 @@ WRONG = {
 }
 
 
-@pytest.mark.parametrize(("check_id", "label"),
-                         [(check, label) for check, answers in WRONG.items() for label in answers])
-def test_a_wrong_answer_fails_its_check(check_id, label):
-    with pytest.raises(CheckFailed):
-        _grade(check_id, WRONG[check_id][label])
+@pytest.mark.parametrize(("n", "label"), [(n, label) for n, answers in WRONG.items() for label in answers])
+def test_a_wrong_answer_fails_its_check(n, label):
+    verdict = EXERCISES.grade(n, _names(), WRONG[n][label], label=label)
+    assert verdict.rejected, verdict
+
+
+def test_a_crashing_check_is_not_a_rejection():
+    """A check cell that raises (here: the answer has the wrong signature) did not judge it."""
+    verdict = EXERCISES.grade(1, _names(), lambda text: "valid", label="one argument")
+    assert verdict.outcome == "crashed" and not verdict.rejected, verdict
+    assert "[error] Exercise 1" in verdict.printed and isinstance(verdict.error, TypeError)

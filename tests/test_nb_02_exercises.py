@@ -6,45 +6,33 @@ The reference answer must pass; constant and keyword answers must fail.
 """
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from course.checks import CheckFailed
-from nbharness import cell_sources
+from nbharness import NOTEBOOKS, Exercises
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_code_agent_runs.ipynb"
-
-
-def cell(cell_id: str) -> str:
-    return cell_sources(NOTEBOOK.name)[cell_id]
+EXERCISES = Exercises("02_code_agent_runs.ipynb")
 
 
 @pytest.fixture
-def names(replays, monkeypatch):
-    monkeypatch.setenv("COURSE_GRADING", "1")
+def names(replays):
     return {"weather": replays["weather_note"], "bond": replays["bond_note"],
             "debug": replays["debug_note"], "bond_72b": replays["bond_reference_72b"],
             "debug_72b": replays["debug_reference_72b"], "ideal": replays["bond_ideal_react"]}
 
 
-def grade(names: dict, exercise: int, answer=None) -> None:
-    """Run exercise ``exercise``'s check with the reference solution or ``answer``; raise on failure."""
-    namespace = dict(names)
-    for n in (1, 2, 3):  # the reference answers (and their imports)
-        exec(cell(f"ex{n}-solution"), namespace)
-    for earlier in range(1, exercise):  # earlier checks define helpers that later checks reuse
-        exec(cell(f"ex{earlier}-check"), namespace)
-    if answer is not None:
-        function = re.search(r"^def (\w+)", cell(f"ex{exercise}-solution"), re.M).group(1)
-        namespace[function] = answer
-    exec(cell(f"ex{exercise}-check"), namespace)
+def grade(names: dict, exercise: int, answer=None):
+    """Exercise ``exercise``'s verdict on the reference solution or ``answer``."""
+    # earlier checks define helpers (``searches``) and imports that later checks reuse
+    before = [f"ex{earlier}-{cell}" for earlier in range(1, exercise) for cell in ("solution", "check")]
+    return EXERCISES.grade(exercise, names, answer, before=before)
 
 
 @pytest.mark.parametrize("exercise", [1, 2, 3])
 def test_reference_answers_pass(names, exercise):
-    grade(names, exercise)
+    verdict = grade(names, exercise)
+    assert verdict.passed, verdict
 
 
 WRONG = {
@@ -65,12 +53,12 @@ WRONG = {
 
 @pytest.mark.parametrize("exercise, wrong", [(n, f) for n, fs in WRONG.items() for f in fs])
 def test_constant_and_shortcut_answers_fail(names, exercise, wrong):
-    with pytest.raises(CheckFailed):
-        grade(names, exercise, wrong)
+    verdict = grade(names, exercise, wrong)
+    assert verdict.rejected, verdict
 
 
 def test_the_written_question_is_manually_graded_with_a_rubric():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(NOTEBOOKS / EXERCISES.notebook, as_version=4)
     answer = next(c for c in nb.cells if c.get("id") == "ex4-answer")
     meta = answer.metadata["nbgrader"]
     assert answer.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] >= 1

@@ -5,48 +5,31 @@ the notebook defines before it and one candidate answer: the reference answer mu
 constant and shortcut answers must fail.
 """
 
-import re
-from pathlib import Path
-
 import nbformat
 import pytest
 
 from course.agents.offline_tools import make_tools
-from course.checks import CheckFailed
+from course.checks import check
 from course.loop.agent_loop import StopRules, run_loop
 from course.loop.reliability import simulate_chain
 from course.loop.scenarios import stuck_search_model
-from nbharness import cell_sources
+from nbharness import NOTEBOOKS, Exercises
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_agent_loop.ipynb"
-
-
-def cell(cell_id: str) -> str:
-    return cell_sources(NOTEBOOK.name)[cell_id]
+EXERCISES = Exercises("03_agent_loop.ipynb")
 
 
 @pytest.fixture
-def names(monkeypatch):
-    monkeypatch.setenv("COURSE_GRADING", "1")
+def names():
+    # ``check``: the first check cell imports it for the later ones
     return {"run_loop": run_loop, "StopRules": StopRules, "stuck_search_model": stuck_search_model,
             "search_tools": make_tools(["web_search"]), "simulate_chain": simulate_chain,
-            "weather_task": "What is the current weather in Paris?"}
-
-
-def grade(names: dict, exercise: int, answer=None) -> None:
-    namespace = dict(names)
-    exec(cell(f"ex{exercise}-solution"), namespace)
-    if exercise > 1:
-        exec("from course.checks import check", namespace)
-    if answer is not None:
-        function = re.search(r"^def (\w+)", cell(f"ex{exercise}-solution"), re.M).group(1)
-        namespace[function] = answer
-    exec(cell(f"ex{exercise}-check"), namespace)
+            "weather_task": "What is the current weather in Paris?", "check": check}
 
 
 @pytest.mark.parametrize("exercise", [1, 2, 3, 4])
 def test_reference_answers_pass(names, exercise):
-    grade(names, exercise)
+    verdict = EXERCISES.grade(exercise, names)
+    assert verdict.passed, verdict
 
 
 WRONG = {
@@ -63,12 +46,12 @@ WRONG = {
 
 @pytest.mark.parametrize("exercise, wrong", [(n, f) for n, fs in WRONG.items() for f in fs])
 def test_constant_and_shortcut_answers_fail(names, exercise, wrong):
-    with pytest.raises((CheckFailed, TypeError)):
-        grade(names, exercise, wrong)
+    verdict = EXERCISES.grade(exercise, names, wrong)
+    assert verdict.rejected, verdict  # by the check's assertion: a check that crashes fails here
 
 
 def test_the_written_question_is_manually_graded_with_a_rubric():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(NOTEBOOKS / EXERCISES.notebook, as_version=4)
     answer = next(c for c in nb.cells if c.get("id") == "ex5-answer")
     meta = answer.metadata["nbgrader"]
     assert answer.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] >= 1
