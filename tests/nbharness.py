@@ -142,15 +142,9 @@ def cell_sources(name: str) -> dict[str, str]:
     return {c.id: c.source for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells}
 
 
-def run_cell(source: str, namespace: dict, label: str = "<cell>") -> str:
-    """Execute one cell's ``source`` in ``namespace`` (as a kernel would) and return what it
-    printed: a check cell's verdict. Exceptions propagate, as in a kernel."""
-    out = io.StringIO()
-    _execute(source, namespace, label, out)
-    return out.getvalue()
-
-
 def _execute(source: str, namespace: dict, label: str, out: io.StringIO) -> None:
+    """Execute one cell's ``source`` in ``namespace`` as a kernel would, printing into ``out``.
+    Exceptions propagate, as in a kernel."""
     with contextlib.redirect_stdout(out):
         # dont_inherit: this module's ``from __future__ import annotations`` must not reach the
         # cell (a kernel has none; LangGraph reads a state class's annotations as types).
@@ -208,13 +202,13 @@ class Exercises:
     def grade(self, n: int, names: dict, answer=None, *, before=(), label: str = "") -> Verdict:
         from course.checks import GRADING_SETTING, CheckFailed
 
-        namespace = dict(names)
+        namespace, setup = dict(names), io.StringIO()
         for cell_id in before:
-            run_cell(self.cells[cell_id], namespace, cell_id)
+            _execute(self.cells[cell_id], namespace, cell_id, setup)
         if isinstance(answer, str):
-            run_cell(answer, namespace, "<answer>")
+            _execute(answer, namespace, "<answer>", setup)
         else:
-            run_cell(self.cells[f"ex{n}-solution"], namespace, f"ex{n}-solution")
+            _execute(self.cells[f"ex{n}-solution"], namespace, f"ex{n}-solution", setup)
             if answer is not None:
                 namespace[self.function(n)] = answer
         label = label or ("the instructor's solution" if answer is None else repr(answer))

@@ -19,14 +19,9 @@ from course.memory.chat_graph import (
 )
 from course.memory.stateless import history_effect, next_token_probability
 from course.memory.store import ScriptedEcho
-from nbharness import cell_sources, run_cell
+from nbharness import Exercises
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_memory.ipynb"
-
-
-@pytest.fixture(scope="module")
-def cells():
-    return cell_sources(NOTEBOOK.name)
+EXERCISES = Exercises("05_memory.ipynb")
 
 
 def _make_base(folder: Path) -> dict:
@@ -70,18 +65,14 @@ def probe_namespace(tmp_path_factory):
             "effect": effect, "next_token_probability": next_token_probability}
 
 
-def _verdict(source: str, namespace: dict) -> str:
-    return run_cell(source, namespace, "<check>")
+def _rejects(number, namespace, answer, label=""):
+    verdict = EXERCISES.grade(number, namespace, answer, label=label)
+    assert verdict.rejected, verdict
 
 
-def _run(cells, namespace, number, **answer):
-    return _verdict(cells[f"ex{number}-check"], {**namespace, **answer})
-
-
-def _solution(cells, namespace, number):
-    ns = dict(namespace)
-    exec(compile(cells[f"ex{number}-solution"], "<solution>", "exec"), ns)
-    return ns
+def _passes(number, namespace):
+    verdict = EXERCISES.grade(number, namespace)
+    assert verdict.passed, verdict
 
 
 # --- exercise 1: a reducer -----------------------------------------------------------------
@@ -103,18 +94,17 @@ def _constant(saved, new):
 
 
 @pytest.mark.parametrize("wrong", [_append_all, _overwrite, _sorted_set, _constant])
-def test_exercise1_rejects(cells, base, wrong):
-    assert "[try again]" in _run(cells, base, 1, add_unique=wrong)
+def test_exercise1_rejects(base, wrong):
+    _rejects(1, base, wrong)
 
 
-def test_exercise1_accepts_the_solution(cells, base):
-    ns = _solution(cells, base, 1)
-    assert "[passed]" in _run(cells, ns, 1)
+def test_exercise1_accepts_the_solution(base):
+    _passes(1, base)
 
 
 # --- exercise 2: history gain (the bundled model's logits) --------------------------------
 
-def test_exercise2_rejects_and_accepts(cells, probe_namespace):
+def test_exercise2_rejects_and_accepts(probe_namespace):
     ns = probe_namespace
     expected = ns["effect"].gain("after the published greeting")
     wrong = {
@@ -127,8 +117,8 @@ def test_exercise2_rejects_and_accepts(cells, probe_namespace):
             / next_token_probability(ns["probe"], messages[-1:], prefix, " Bob").probability),
     }
     for name, answer in wrong.items():
-        assert "[try again]" in _run(cells, ns, 2, history_gain=answer), name
-    assert "[passed]" in _run(cells, _solution(cells, ns, 2), 2)
+        _rejects(2, ns, answer, name)
+    _passes(2, ns)
 
 
 # --- exercise 3: read a thread back --------------------------------------------------------
@@ -157,12 +147,12 @@ def _asks_the_model(app, thread_ids, text):
     lambda app, ids, text: ["alice"],
     lambda app, ids, text: [t for t in ids if text.lower() in t],
 ])
-def test_exercise3_rejects(cells, base, wrong):
-    assert "[try again]" in _run(cells, base, 3, threads_with_user_text=wrong)
+def test_exercise3_rejects(base, wrong):
+    _rejects(3, base, wrong)
 
 
-def test_exercise3_accepts_the_solution(cells, base):
-    assert "[passed]" in _run(cells, _solution(cells, base, 3), 3)
+def test_exercise3_accepts_the_solution(base):
+    _passes(3, base)
 
 
 # --- exercise 4: correct a message with update_state --------------------------------------
@@ -189,9 +179,9 @@ def _first_message_always(app, thread_id, old, new):
 
 
 @pytest.mark.parametrize("wrong", [_appends, _no_update, _any_type, _first_message_always])
-def test_exercise4_rejects(cells, base, wrong):
-    assert "[try again]" in _run(cells, base, 4, correct_user_message=wrong)
+def test_exercise4_rejects(base, wrong):
+    _rejects(4, base, wrong)
 
 
-def test_exercise4_accepts_the_solution(cells, base):
-    assert "[passed]" in _run(cells, _solution(cells, base, 4), 4)
+def test_exercise4_accepts_the_solution(base):
+    _passes(4, base)

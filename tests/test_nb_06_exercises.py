@@ -3,7 +3,6 @@ instructor wrote it) is run against constant, keyword and half-right answers, an
 instructor's own solution, without executing the rest of the notebook."""
 
 import random
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage, trim_messages
@@ -24,14 +23,9 @@ from course.trimming.examples import (
 )
 from course.trimming.remedies import extract_user_name
 from course.trimming.rules import trim_and_explain
-from nbharness import cell_sources, run_cell
+from nbharness import Exercises
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_trimming.ipynb"
-
-
-@pytest.fixture(scope="module")
-def cells():
-    return cell_sources(NOTEBOOK.name)
+EXERCISES = Exercises("06_trimming.ipynb")
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +42,6 @@ def base():
         "gpt2": Gpt2FallbackCounter(), "model_counter": model_counter,
         "qwen_counter": ModelTokenCounter(*notes_tokenizer()),
     }
-
-
-def _verdict(source: str, namespace: dict) -> str:
-    return run_cell(source, namespace, "<check>")
 
 
 def _wrong_answers(ns: dict) -> dict[int, dict[str, object]]:
@@ -107,25 +97,18 @@ def _wrong_answers(ns: dict) -> dict[int, dict[str, object]]:
     }
 
 
-NAMES = {1: "count_with_template", 2: "smallest_budget", 3: "predict_kept", 4: "pin_and_trim"}
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_the_instructor_solution_passes(base, n):
+    verdict = EXERCISES.grade(n, base)
+    assert verdict.passed, verdict
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_the_instructor_solution_passes(cells, base, n):
-    ns = dict(base)
-    exec(compile(cells[f"ex{n}-solution"], "<solution>", "exec"), ns)
-    assert f"[passed] Exercise {n}" in _verdict(cells[f"ex{n}-check"], ns)
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_wrong_answers_fail_the_check(cells, base, n):
+def test_wrong_answers_fail_the_check(base, n):
     for label, answer in _wrong_answers(base)[n].items():
-        ns = dict(base)
-        exec(compile(cells[f"ex{n}-solution"], "<solution>", "exec"), ns)  # imports, helpers
-        ns[NAMES[n]] = answer
-        verdict = _verdict(cells[f"ex{n}-check"], ns)
-        assert "[passed]" not in verdict, f"exercise {n}: the wrong answer {label!r} passed"
+        verdict = EXERCISES.grade(n, base, answer, label=label)
+        assert verdict.rejected, verdict
 
 
-def test_exercise_2_is_no_longer_a_constant(cells):
-    assert "budget == 75" not in cells["ex2-check"]
+def test_exercise_2_is_no_longer_a_constant():
+    assert "budget == 75" not in EXERCISES.cells["ex2-check"]
