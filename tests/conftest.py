@@ -53,7 +53,7 @@ def run(request):
 # (xdist's own ``--dist loadgroup`` does not work with pytest 9.2: it renames ``item._nodeid``,
 # which pytest no longer reads, so the scheduler below splits the units itself, whatever
 # ``--dist`` says: ``-n 2`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
-FIRST = ("test_nb_0",)
+FIRST = ("test_nb_0",)  # but not test_nb_0N_exercises: those grade check cells, no notebook run
 HEAVY = ("test_live_server_notebooks", "test_live_hub_notebooks", "test_browser",
          "test_nbgrader_pipeline", "test_grading", "test_tool_count", "test_doctor")
 MATRIX = ("test_live_server_notebooks", "test_live_hub_notebooks")
@@ -62,7 +62,7 @@ LAST = ("test_website",)
 
 def _rank(item: pytest.Item) -> int:
     name = item.module.__name__
-    if name.startswith(FIRST):
+    if name.startswith(FIRST) and not name.endswith("_exercises"):
         return 0
     if name in HEAVY:
         return 1 + HEAVY.index(name)
