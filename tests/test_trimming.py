@@ -177,6 +177,7 @@ def test_strategy_first_and_include_system_without_system():
     ({"max_tokens": True}, ValueError, "max_tokens"),
     ({"strategy": "middle"}, ValueError, "strategy"),
     ({"strategy": "first", "include_system": True}, ValueError, "only apply to strategy='last'"),
+    ({"strategy": "first", "start_on": "human"}, ValueError, "only apply to strategy='last'"),
     ({"token_counter": 42}, TypeError, "token_counter"),
 ])
 def test_bad_input_is_named(kwargs, error, match):
@@ -303,7 +304,7 @@ def test_a_summary_that_drops_the_name_loses_it(model_counter, gpt2):
 
 
 def test_bad_summary_graph_arguments():
-    with pytest.raises(ValueError, match="max_tokens"):
+    with pytest.raises(ValueError, match="max_tokens must be a whole number >= 1, got 0"):
         build_summary_graph(_scripted([]), ToyCounter(), max_tokens=0)
     with pytest.raises(TypeError, match="chat model"):
         build_summary_graph(None, ToyCounter(), max_tokens=10)

@@ -27,8 +27,13 @@ import ipywidgets as w
 from langchain_core.messages import BaseMessage
 
 from course.trimming.counters import Gpt2FallbackCounter, ModelTokenCounter, worked_example_counter
-from course.trimming.examples import eleven_messages, parse_conversation, worked_example_messages
-from course.trimming.rules import TrimReport, trim_and_explain
+from course.trimming.examples import (
+    WORKED_BUDGET,
+    eleven_messages,
+    parse_conversation,
+    worked_example_messages,
+)
+from course.trimming.rules import TrimReport, refused_options, trim_and_explain
 
 __all__ = ["GPT2", "MODEL", "OWN", "TOY", "TrimExplorer", "default_counters"]
 
@@ -50,7 +55,7 @@ class TrimExplorer(w.VBox):
         self,
         examples: Mapping[str, list[BaseMessage]] | None = None,
         counters: Mapping[str, Callable[[], Any]] | None = None,
-        budget: int = 52,
+        budget: int = WORKED_BUDGET,
         max_budget: int = 150,
         strategy: str = "last",
         include_system: bool = True,
@@ -116,16 +121,16 @@ class TrimExplorer(w.VBox):
 
     def update(self) -> TrimReport | None:
         """Trim with the current settings; show the report, or the error in plain words."""
-        first = self.strategy.value == "first"
-        self.include_system.disabled = first
-        self.start_on.disabled = first
+        refused = refused_options(self.strategy.value)  # switched off: trim_messages refuses them
+        self.include_system.disabled = "include_system" in refused
+        self.start_on.disabled = "start_on" in refused
         self.own_text.layout.display = None if self.source.value == OWN else "none"
         try:
             self.report = trim_and_explain(
                 self.messages(), max_tokens=int(self.budget.value),
                 token_counter=self.token_counter(), strategy=self.strategy.value,
-                include_system=False if first else bool(self.include_system.value),
-                start_on=None if first else self.start_on.value,
+                include_system=bool(self.include_system.value) and not self.include_system.disabled,
+                start_on=None if self.start_on.disabled else self.start_on.value,
             )
             self.error = None
             self.view.value = self.report._repr_html_()

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 __all__ = [
     "ELEVEN",
-    "FOUR_RULES",
+    "ORIGINAL_BUDGET",
     "ORIGINAL_SETTINGS",
     "QUESTIONS",
     "WORKED_BUDGET",
@@ -28,13 +28,6 @@ __all__ = [
     "parse_conversation",
     "worked_example_messages",
 ]
-
-FOUR_RULES = (
-    "1. keep the newest messages",
-    "2. always keep the system instruction and count it in the budget",
-    "3. never cut a message",
-    "4. start the kept history on a user turn",
-)
 
 #: (id, role, text, toy tokens). The note gives the counts and the texts of user 1 and user 4;
 #: the other texts are reconstructed (only their toy counts matter).
@@ -57,9 +50,10 @@ ELEVEN = (
     ("ai", "4."), ("human", "Thanks!"), ("ai", "No problem!"), ("human", "Having fun?"),
     ("ai", "Yes!"),
 )
+ORIGINAL_BUDGET = 45
 ORIGINAL_SETTINGS: dict[str, Any] = {
-    "max_tokens": 45, "strategy": "last", "include_system": True, "allow_partial": False,
-    "start_on": "human",
+    "max_tokens": ORIGINAL_BUDGET, "strategy": "last", "include_system": True,
+    "allow_partial": False, "start_on": "human",
 }
 
 #: The four user turns the chapter's graphs are run on (the name is stated on turn 1 only).

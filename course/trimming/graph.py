@@ -31,7 +31,7 @@ from course.memory.chat_graph import (
     build_chat_graph,
 )
 from course.trimming.counters import as_counter
-from course.trimming.examples import ORIGINAL_SETTINGS, QUESTIONS
+from course.trimming.examples import ORIGINAL_BUDGET, ORIGINAL_SETTINGS, QUESTIONS
 
 __all__ = [
     "Conversation",
@@ -90,7 +90,7 @@ def note_prompt_reconstruction(tokenizer: Any, language: str = "English",
          {"role": "user", "content": question}], tokenize=False, add_generation_prompt=True)
 
 
-def make_trimmer(token_counter: Any, max_tokens: int = 45
+def make_trimmer(token_counter: Any, max_tokens: int = ORIGINAL_BUDGET
                  ) -> Callable[[list[BaseMessage]], list[BaseMessage]]:
     """The original notebook's trimmer (``ORIGINAL_SETTINGS``) as a graph ``transform``."""
     settings = dict(ORIGINAL_SETTINGS, max_tokens=max_tokens)
@@ -101,7 +101,8 @@ def make_trimmer(token_counter: Any, max_tokens: int = 45
     return trim
 
 
-def build_trimming_graph(chat_model: Any, token_counter: Any, *, max_tokens: int | None = 45,
+def build_trimming_graph(chat_model: Any, token_counter: Any, *,
+                         max_tokens: int | None = ORIGINAL_BUDGET,
                          system_template: str = LANGUAGE_TEMPLATE,
                          state_schema: type = LanguageState,
                          recorder: PromptRecorder | None = None, checkpointer: Any = None):
@@ -214,10 +215,6 @@ class TurnRuns:
         """Run ``label``'s record of ``turn``, or None if that run did not reach it."""
         return next((r for r in self.runs[label] if r.turn == turn), None)
 
-    def name_kept(self, label: str) -> list[bool]:
-        """Per turn: did the name reach the model in run ``label``?"""
-        return [r.name_in_prompt for r in self.runs[label]]
-
     def first_turn_without_name(self, label: str) -> int | None:
         return next((r.turn for r in self.runs[label] if not r.name_in_prompt), None)
 
@@ -287,7 +284,7 @@ class Conversation:
 
 
 def converse(chat_model: Any, token_counter: Any, *, thread_id: str, prompt_counter: Any,
-             reply_counters: Mapping[str, Any], max_tokens: int | None = 45,
+             reply_counters: Mapping[str, Any], max_tokens: int | None = ORIGINAL_BUDGET,
              questions: Sequence[str] = QUESTIONS, build: Callable[..., Any] | None = None,
              state_for_turn: Callable[[int, str], dict] | None = None) -> Conversation:
     """Build a graph (default :func:`build_trimming_graph`; a remedy's builder works too) and run

@@ -37,8 +37,9 @@ from course.memory.chat_graph import (
     PromptRecorder,
     invoke_and_record,
 )
-from course.trimming.examples import ORIGINAL_SETTINGS
+from course.trimming.examples import ORIGINAL_BUDGET, ORIGINAL_SETTINGS
 from course.trimming.graph import build_trimming_graph
+from course.trimming.rules import check_budget
 
 __all__ = [
     "FACTS_TEMPLATE",
@@ -75,7 +76,7 @@ def facts_input(turn: int, question: str) -> dict:
     return {"user_name": found or UNKNOWN_NAME} if (found or turn == 1) else {}
 
 
-def build_facts_graph(chat_model: Any, token_counter: Any, *, max_tokens: int = 45,
+def build_facts_graph(chat_model: Any, token_counter: Any, *, max_tokens: int = ORIGINAL_BUDGET,
                       recorder: PromptRecorder | None = None, checkpointer: Any = None):
     """The trimming graph with ``user_name`` in state and in the system instruction."""
     return build_trimming_graph(chat_model, token_counter, max_tokens=max_tokens,
@@ -116,8 +117,7 @@ def build_summary_graph(chat_model: Any, token_counter: Any, *, max_tokens: int,
     """
     if chat_model is None or not hasattr(chat_model, "invoke"):
         raise TypeError("chat_model must be a LangChain chat model; pass course.models.chat_model()")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    check_budget(max_tokens, at_least=1)
     writer = summary_model if summary_model is not None else chat_model
     settings = dict(ORIGINAL_SETTINGS, max_tokens=max_tokens)
 

@@ -33,8 +33,9 @@ __all__ = [
     "TrimDecision",
     "TrimReport",
     "WalkStep",
+    "check_budget",
+    "refused_options",
     "trim_and_explain",
-    "walk_back",
 ]
 
 REASON_SYSTEM = "system kept (rule 2: always kept, counted in the budget)"
@@ -209,6 +210,20 @@ class TrimReport:
                 f"<p>{html.escape(self.summary())}</p>")
 
 
+def check_budget(max_tokens: Any, *, at_least: int = 0) -> int:
+    """``max_tokens`` if it is a whole number ``>= at_least``, else a ``ValueError`` saying so."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < at_least:
+        raise ValueError(f"max_tokens must be a whole number >= {at_least}, got {max_tokens!r}")
+    return max_tokens
+
+
+def refused_options(strategy: str) -> tuple[str, ...]:
+    """The options ``trim_messages`` refuses with ``strategy``: ``include_system`` and
+    ``start_on`` (rules 2 and 4) apply to ``"last"`` only. :func:`trim_and_explain` raises when
+    one of them is set; the explorer switches their controls off."""
+    return ("include_system", "start_on") if strategy == "first" else ()
+
+
 def trim_and_explain(
     messages: Sequence[BaseMessage],
     *,
@@ -228,11 +243,11 @@ def trim_and_explain(
         raise ValueError("no messages to trim: give at least one message")
     if not all(isinstance(m, BaseMessage) for m in messages):
         raise TypeError("messages must be LangChain messages; build them with make_messages()")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-        raise ValueError(f"max_tokens must be a whole number >= 0, got {max_tokens!r}")
+    check_budget(max_tokens)
     if strategy not in ("last", "first"):
         raise ValueError(f"strategy must be 'last' or 'first', got {strategy!r}")
-    if strategy == "first" and (include_system or start_on):
+    given = {"include_system": include_system, "start_on": start_on}
+    if any(given[option] for option in refused_options(strategy)):
         raise ValueError(
             "include_system and start_on only apply to strategy='last' (trim_messages refuses "
             "them with 'first'). Fix: set include_system=False and start_on=None."
@@ -258,10 +273,3 @@ def trim_and_explain(
                  for i, (m, (k, reason)) in enumerate(zip(messages, explained, strict=True))]
     return TrimReport(messages, list(kept), decisions, steps, max_tokens, count(list(kept)),
                       count(messages), settings, counter_name(token_counter))
-
-
-def walk_back(messages: Sequence[BaseMessage], *, max_tokens: int, token_counter: Any,
-              include_system: bool = True, start_on: str | None = "human") -> list[str]:
-    """The walk lines of :func:`trim_and_explain` with the chapter's rules (2 and 4 on)."""
-    return trim_and_explain(messages, max_tokens=max_tokens, token_counter=token_counter,
-                            include_system=include_system, start_on=start_on).walk_lines()
