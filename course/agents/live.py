@@ -2,7 +2,8 @@
 
 For: running the weather, Bond and debugging tasks (their task text, tools and
 ``additional_args`` taken from the shipped recordings, so they are the very tasks the replays
-use) with :func:`course.models.smolagents_model`, the offline tools, and the same trace format,
+use) with :func:`course.models.smolagents_model`, the offline tools (behind chapter 01's door,
+:func:`course.tools.adapters.smolagents_door`), and the same trace format,
 stepper and trajectory checks as the replays. Every figure of a live run is *measured*: the
 model outputs, the token usage the model object reported, and the wall time of each step.
 
@@ -42,6 +43,7 @@ from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
 from course.settings import active_model
+from course.tools.adapters import smolagents_door
 from course.tools.constrained import PrefixCache, StopWhenReply
 
 __all__ = ["BOUNDED_MAX_NEW_TOKENS", "FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan",
@@ -251,7 +253,8 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
         if active_model().kind != "server":
             model = _reusing_prefix(model, plan)
     cached_before = getattr(model, "cached_tokens", 0)
-    agent = CodeAgent(tools=make_tools(recording.tools), model=model, max_steps=plan.max_steps + 1,
+    agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
+                      max_steps=plan.max_steps + 1,
                       step_callbacks=[_stop_after(plan.max_steps)], verbosity_level=-1)
     start = time.perf_counter()
     answer, stopped = None, "final_answer"

@@ -4,7 +4,8 @@
 outputs one step at a time, instead of sampling. Everything else is real: the ``CodeAgent``
 builds its prompt (system prompt with the tool list, the task, every earlier step), parses the
 ``<code>`` block out of the returned text, and its own Python executor runs that code against the
-tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default). The
+tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default), each
+behind chapter 01's door (:func:`course.tools.adapters.smolagents_door`). The
 observations and errors of a replay are computed here; the model outputs (and so the final
 answers they contain) keep the recording's label, usually *reconstructed*.
 
@@ -38,6 +39,7 @@ from smolagents.monitoring import TokenUsage
 
 from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
+from course.tools.adapters import smolagents_door
 
 __all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "qwen_tokenizer",
            "render_agent_prompt", "replay_run"]
@@ -162,7 +164,9 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
                verbosity_level: int = -1, qwen: Any = "cache", **agent_kwargs: Any) -> Replay:
     """Run ``recording.task`` through a real ``CodeAgent`` whose model replays the recording.
 
-    ``tools`` default to the offline tools named in ``recording.tools``. ``tokenizer="local"``
+    ``tools`` default to the offline tools named in ``recording.tools``; the agent calls them
+    through the registry's door, and ``Replay.tools`` holds the tools themselves (their ``calls``
+    logs say what ran). ``tokenizer="local"``
     measures prompts with :func:`local_tokenizer`; pass ``None`` to skip measuring.
     ``qwen="cache"`` also counts them with the Qwen tokenizer when it is prepared (``None``
     skips it). The agent may run at most as many steps as were recorded.
@@ -177,7 +181,7 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
     qwen = qwen_tokenizer()[0] if qwen == "cache" else qwen
     model = ReplayModel(recording.model_outputs(), model_id=recording.model_id, tokenizer=tokenizer,
                         qwen=qwen)
-    agent = CodeAgent(tools=tools, model=model, max_steps=len(recording.steps),
+    agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=len(recording.steps),
                       verbosity_level=verbosity_level, **agent_kwargs)
     answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
     trace = run_from_smolagents(agent, task=recording.task, source=recording.source,

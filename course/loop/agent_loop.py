@@ -37,11 +37,10 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from course.tools.calls import ToolCall
-from course.tools.registry import ToolRegistry
+from course.tools.registry import ToolRegistry, as_registry
 
 __all__ = [
     "APPROXIMATE_UNIT",
-    "NOT_EXECUTED",
     "IdealBondTrajectory",
     "LoopRun",
     "LoopState",
@@ -152,7 +151,7 @@ class LoopStep:
     total_cost: float = 0.0  # cumulative
     error: bool = False  # the observation is an error the tool or the runtime reported
     executed: bool = False  # the runtime actually ran the tool on this step
-    status: str = ""  # the door's outcome: ok, invalid_arguments, unknown_tool, bug, ...
+    status: str = ""  # the door's outcome, a ToolStatus: ok, invalid_arguments, unknown_tool, ...
     note: str = ""
 
     @property
@@ -304,26 +303,6 @@ def approximate_token_count(text: str) -> int:
     return len(re.findall(r"\w+|[^\w\s]", text))
 
 
-def as_registry(tools: Any) -> ToolRegistry:
-    """The tools behind the single door: a :class:`~course.tools.registry.ToolRegistry` as given, or a
-    new one with every callable (typed function or smolagents ``Tool``) registered and allowed."""
-    if isinstance(tools, ToolRegistry):
-        return tools
-    registry = ToolRegistry()
-    if isinstance(tools, dict):  # {name: tool}: the key is the name the model calls
-        for name, tool in tools.items():
-            registry.register(tool, name=name)
-    else:
-        for tool in tools:
-            registry.register(tool)
-    return registry
-
-
-#: Outcomes where the door refused before the tool's code ran.
-NOT_EXECUTED = ("unknown_tool", "not_allowed", "invalid_arguments", "oversized_arguments",
-                "confirmation_unavailable", "needs_confirmation", "subject_not_permitted")
-
-
 # --------------------------------------------------------------------------------------------
 # The loop
 
@@ -445,7 +424,7 @@ def run_loop(
             result = registry.execute(decision.call.name, decision.call.arguments)
             step.observation, step.status = describe_result(result), result.status
             step.error = not result.ok
-            step.executed = result.status not in NOT_EXECUTED
+            step.executed = result.executed
         messages.append({"role": "tool", "content": step.observation,
                          "origin": "runtime", "step": number})
 

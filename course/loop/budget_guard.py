@@ -24,6 +24,7 @@ from smolagents.utils import AgentError, AgentMaxStepsError
 from course.agents.replay import ReplayModel, local_tokenizer
 from course.agents.traces import run_from_smolagents
 from course.loop.agent_loop import StopReason, StopRules
+from course.tools.adapters import smolagents_door
 
 __all__ = ["BudgetGuard", "LibraryRun", "budgeted_code_agent", "run_smolagents_with_budget",
            "scripted_code_model"]
@@ -158,8 +159,11 @@ def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> Lib
 
 
 def budgeted_code_agent(tools: Sequence[Any], model: Any, limits: StopRules) -> tuple[Any, BudgetGuard]:
-    """A real ``CodeAgent`` with ``max_steps`` from ``limits`` and a :class:`BudgetGuard`."""
+    """A real ``CodeAgent`` with ``max_steps`` from ``limits`` and a :class:`BudgetGuard`.
+
+    The agent calls ``tools`` through chapter 01's door (:func:`course.tools.adapters.smolagents_door`).
+    """
     guard = BudgetGuard(limits)
-    agent = CodeAgent(tools=list(tools), model=model, max_steps=limits.max_steps,
+    agent = CodeAgent(tools=smolagents_door(list(tools)), model=model, max_steps=limits.max_steps,
                       step_callbacks=[guard], verbosity_level=0)
     return agent, guard

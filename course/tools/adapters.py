@@ -5,11 +5,24 @@ Frameworks want their own tool objects: a LangGraph ``ToolNode`` takes LangChain
 from a :class:`~course.tools.registry.ToolRegistry` so that every call still passes the one door
 (allowlist, schema, refusal text) or whatever ``executor`` you give (e.g. a gateway's
 ``execute`` with a subject bound). A framework therefore receives refusal text as the tool's
-output, never an exception. :func:`langchain_tool` is the short way for one function or one
-smolagents tool (chapter 03's budget graph uses it).
+output, never an exception, and the door's verdict travels with it:
 
-Not handled: async tools, streaming tool output, LangChain's ``return_direct`` /
-``response_format`` options, smolagents output types other than ``string``.
+- a LangChain tool answers with content *and* artifact (``response_format=
+  "content_and_artifact"``): the ``ToolMessage`` a ``ToolNode`` appends holds the
+  :class:`~course.tools.registry.ToolResult` as its ``artifact``, and ``status="error"`` when the
+  call did not succeed (a refusal, a bug, a timeout), so code after the graph reads the verdict,
+  not the wording of the refusal;
+- a smolagents tool returns the refusal text to the agent's code, and a bug (the tool raised)
+  raises the tool's own exception again, so smolagents reports it as that step's error, as it
+  does for any tool. A registered smolagents ``Tool`` keeps its inputs, output type and
+  description, so the agent's prompt is the same as with the raw tool.
+
+:func:`langchain_tool` is the short way for one function or one smolagents tool (chapter 03's
+budget graph uses it); :func:`smolagents_door` does the same for a list of tools (chapters 02
+and 03 give their code agents tools this way).
+
+Not handled: async tools, streaming tool output, LangChain's ``return_direct``, smolagents
+output types other than the tool's own (or ``string`` for a plain function).
 """
 
 from __future__ import annotations
@@ -17,33 +30,54 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
 
-from course.tools.registry import ToolRegistry, ToolResult
+from course.tools.registry import ToolRegistry, ToolResult, ToolStatus, as_registry
 
-__all__ = ["langchain_tool", "langchain_tools", "smolagents_tools"]
+__all__ = ["langchain_tool", "langchain_tools", "smolagents_door", "smolagents_tools"]
 
 Executor = Callable[[str, Any], ToolResult]
 _SMOLAGENTS_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+class _LangChainDoorTool(StructuredTool):
+    """A LangChain tool on the door: its message carries the result and the door's verdict."""
+
+    def _verdict(self, output: Any) -> Any:
+        if isinstance(output, ToolMessage) and isinstance(output.artifact, ToolResult) \
+                and not output.artifact.ok:
+            output.status = "error"
+        return output
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return self._verdict(super().run(*args, **kwargs))
+
+    async def arun(self, *args: Any, **kwargs: Any) -> Any:
+        return self._verdict(await super().arun(*args, **kwargs))
 
 
 def langchain_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
                     executor: Executor | None = None) -> list[StructuredTool]:
     """The allowed tools (or the allowed ones among ``names``) as LangChain tools on the door.
 
-    Each tool's function returns ``executor(name, arguments).content`` (default
-    ``registry.execute``), so a ``ToolNode`` gets the refusal text, never an exception.
+    Each tool's function returns ``(result.content, result)`` for ``result = executor(name,
+    arguments)`` (default ``registry.execute``): the model reads the content (the refusal text,
+    never an exception); the ``ToolMessage`` keeps the result as its artifact, with
+    ``status="error"`` unless the call succeeded.
     """
     run = executor or registry.execute
     tools = []
     for schema in registry.schemas(names):
         function = schema["function"]
 
-        def call(_name: str = function["name"], **arguments: Any) -> str:
-            return run(_name, arguments).content
+        def call(_name: str = function["name"], **arguments: Any) -> tuple[str, ToolResult]:
+            result = run(_name, arguments)
+            return result.content, result
 
-        tools.append(StructuredTool(name=function["name"], description=function["description"],
-                                    args_schema=function["parameters"], func=call))
+        tools.append(_LangChainDoorTool(name=function["name"], description=function["description"],
+                                        args_schema=function["parameters"], func=call,
+                                        response_format="content_and_artifact"))
     return tools
 
 
@@ -62,6 +96,35 @@ def langchain_tool(tool: Any, registry: ToolRegistry | None = None, **register_o
     return langchain_tools(registry, [name])[0]
 
 
+def smolagents_door(tools: Any, executor: Executor | None = None) -> list[Any]:
+    """``tools`` (a registry, a list of tools or ``{name: tool}``) as smolagents tools on the door.
+
+    The tools are registered in a registry (:func:`~course.tools.registry.as_registry`) and
+    handed out by :func:`smolagents_tools`, so a ``CodeAgent`` given them calls every tool
+    through the door (or through ``executor``, e.g. a gateway's ``execute``). A list keeps its
+    order (the order the agent's prompt lists the tools in).
+    """
+    registry = as_registry(tools)
+    names = None if isinstance(tools, ToolRegistry) else registry.names(sort=False)
+    return smolagents_tools(registry, names, executor=executor)
+
+
+def _inputs(spec: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+    """smolagents ``inputs`` for a tool: a smolagents tool's own, else built from its schema."""
+    own = getattr(spec.fn, "inputs", None)
+    if isinstance(own, dict) and hasattr(spec.fn, "forward"):
+        return dict(own)
+    required = set(parameters.get("required", []))
+    inputs = {}
+    for arg, prop in parameters.get("properties", {}).items():
+        kind = prop.get("type") if prop.get("type") in _SMOLAGENTS_TYPES else "any"
+        entry = {"type": kind, "description": prop.get("description", arg)}
+        if arg not in required:
+            entry["nullable"] = True
+        inputs[arg] = entry
+    return inputs
+
+
 def smolagents_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
                      executor: Executor | None = None) -> list[Any]:
     """The allowed tools as smolagents ``Tool`` objects whose ``forward`` goes through the door.
@@ -69,6 +132,8 @@ def smolagents_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
     Optional arguments become ``nullable`` inputs, and a ``None`` the agent passes for one is
     dropped before validation. Positional arguments map onto the inputs in order; more
     positional arguments than inputs come back as a refusal text naming them, never dropped.
+    A call that succeeds returns the tool's value (an image stays an image); a refusal returns
+    its text; a bug raises the tool's exception for smolagents to report.
     """
     from smolagents import Tool
 
@@ -76,20 +141,12 @@ def smolagents_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
     tools = []
     for schema in registry.schemas(names):
         function = schema["function"]
-        params = function["parameters"]
-        required = set(params.get("required", []))
-        inputs = {}
-        for arg, prop in params.get("properties", {}).items():
-            kind = prop.get("type") if prop.get("type") in _SMOLAGENTS_TYPES else "any"
-            entry = {"type": kind, "description": prop.get("description", arg)}
-            if arg not in required:
-                entry["nullable"] = True
-            inputs[arg] = entry
+        spec = registry.spec(function["name"])
 
         class DoorTool(Tool):
             skip_forward_signature_validation = True
 
-            def forward(self, *args: Any, **kwargs: Any) -> str:
+            def forward(self, *args: Any, **kwargs: Any) -> Any:
                 if len(args) > len(self.inputs):
                     extra = ", ".join(repr(a)[:40] for a in args[len(self.inputs):])
                     return (f"Tool '{self.name}' takes at most {len(self.inputs)} positional "
@@ -97,11 +154,18 @@ def smolagents_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
                             f"{extra}, so it was NOT run. Call it with keyword arguments.")
                 kwargs = {**dict(zip(self.inputs, args, strict=False)), **kwargs}
                 kwargs = {k: v for k, v in kwargs.items() if v is not None}
-                return run(self.name, kwargs).content
+                result = run(self.name, kwargs)
+                if result.status == ToolStatus.BUG and isinstance(result.exception, Exception):
+                    raise result.exception
+                if result.status == ToolStatus.OK and self.output_type != "string":
+                    return result.value
+                return result.content
 
         DoorTool.name = function["name"]
         DoorTool.description = function["description"] or function["name"]
-        DoorTool.inputs = inputs
-        DoorTool.output_type = "string"
+        DoorTool.inputs = _inputs(spec, function["parameters"])
+        DoorTool.output_type = getattr(spec.fn, "output_type", None) or "string"
+        if getattr(spec.fn, "output_schema", None) is not None:
+            DoorTool.output_schema = spec.fn.output_schema
         tools.append(DoorTool())
     return tools

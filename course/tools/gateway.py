@@ -5,9 +5,10 @@ bare registry cannot know: **who** asks (a subject, granted risk classes ``read`
 ``critical``), deterministic **vetoes** (a :class:`Policy` is code that forbids a proposed call,
 e.g. an amount over a limit; the refusal goes back as a result), **confirmation** of critical
 calls by a human (held as a :class:`ConfirmationRequest` until approved or denied, or asked at
-once through a ``confirm`` callback) and an :class:`AuditRecord` for every decision. It runs
-calls only through the registry's public door (``execute``, with ``confirmed_by`` after a
-human said yes), so the allowlist and the schema are checked again at approval time.
+once through a ``confirm`` callback) and an :class:`AuditRecord` for every decision. The door
+checks each call once: ``registry.admit`` before the gateway's own checks, ``registry.run`` after
+them. An approved call goes through the door again (``execute`` with ``confirmed_by``), since
+the allowlist may have changed while it waited for a human.
 
 Not handled: authentication of the subject (the caller states it; the gateway trusts the
 caller), persistence of the audit log beyond memory (``AuditLog.to_jsonl`` writes it out),
@@ -25,7 +26,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course.tools.registry import REFUSALS, RISK_CLASSES, ToolError, ToolRegistry, ToolResult
+from course.tools.registry import (
+    REFUSALS,
+    RISK_CLASSES,
+    ToolRegistry,
+    ToolResult,
+    ToolStatus,
+    _arguments_record,
+)
 
 __all__ = ["AuditLog", "AuditRecord", "ConfirmationRequest", "Policy", "ToolGateway"]
 
@@ -73,7 +81,7 @@ class AuditRecord:
     risk: str
     arguments: dict[str, Any]
     decision: str  # allowed | refused | vetoed | needs_confirmation | confirmed | denied
-    status: str  # the ToolResult status ("ok", "not_allowed", ...)
+    status: str  # the ToolResult's ToolStatus value ("ok", "not_allowed", ...)
     message: str
     approver: str = ""
     timestamp: float = 0.0
@@ -170,22 +178,21 @@ class ToolGateway:
         return result
 
     def execute(self, name: Any, arguments: Any = None, *, subject: str) -> ToolResult:
-        """Check the door, the subject's grant, the policies and confirmation; run or refuse."""
-        arguments = {} if arguments is None else arguments
-        args_record = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
-        try:
-            spec = self.registry.check(name, arguments)
-        except ToolError as err:
+        """Check the door, the subject's grant, the policies and confirmation; run or refuse.
+
+        The door checks the call once (:meth:`ToolRegistry.admit`); an allowed call then runs
+        with :meth:`ToolRegistry.run`, without a second check.
+        """
+        args_record = _arguments_record(arguments)
+        admitted = self.registry.admit(name, arguments)
+        if isinstance(admitted, ToolResult):
             risk = self.registry.spec(name).risk if name in self.registry else "?"
-            result = ToolResult(err.tool, args_record, err.status, str(err), exception=err)
-            return self._record(subject, err.tool, risk, args_record, "refused", result)
-        except Exception:  # a hostile argument the validator chokes on: refused as a bug
-            result = self.registry.execute(name, arguments)  # the door's own account of it
-            return self._record(subject, result.tool, "?", args_record, "refused", result)
+            return self._record(subject, admitted.tool, risk, args_record, "refused", admitted)
+        spec = admitted
         if spec.risk not in self.grants.get(subject, set()):
-            message = REFUSALS["subject_not_permitted"].format(
+            message = REFUSALS[ToolStatus.SUBJECT_NOT_PERMITTED].format(
                 subject=subject, risk=spec.risk, tool=name)
-            result = ToolResult(name, args_record, "subject_not_permitted", message)
+            result = ToolResult(name, args_record, ToolStatus.SUBJECT_NOT_PERMITTED, message)
             return self._record(subject, name, spec.risk, args_record, "refused", result)
         for policy in self.policies:
             try:
@@ -193,18 +200,19 @@ class ToolGateway:
             except Exception as err:  # a broken policy fails closed: the call does not run
                 reason = f"the policy itself failed ({type(err).__name__}), so the call is refused"
             if reason:
-                message = REFUSALS["vetoed"].format(policy=policy.name, tool=name, reason=reason)
-                result = ToolResult(name, args_record, "vetoed", message)
+                message = REFUSALS[ToolStatus.VETOED].format(policy=policy.name, tool=name,
+                                                             reason=reason)
+                result = ToolResult(name, args_record, ToolStatus.VETOED, message)
                 return self._record(subject, name, spec.risk, args_record, "vetoed", result)
         if not spec.requires_confirmation:
-            result = self.registry.execute(name, args_record)
+            result = self.registry.run(spec, args_record)
             return self._record(subject, name, spec.risk, args_record, "allowed", result)
         request = ConfirmationRequest(f"c{next(_request_ids)}", subject, name,
                                       args_record, spec.risk)
         self._pending[request.request_id] = request
-        message = REFUSALS["needs_confirmation"].format(
+        message = REFUSALS[ToolStatus.NEEDS_CONFIRMATION].format(
             tool=name, risk=spec.risk, request_id=request.request_id)
-        result = ToolResult(name, args_record, "needs_confirmation", message)
+        result = ToolResult(name, args_record, ToolStatus.NEEDS_CONFIRMATION, message)
         self._record(subject, name, spec.risk, args_record, "needs_confirmation", result)
         if self.confirm is None:
             return result
@@ -234,8 +242,9 @@ class ToolGateway:
     def deny(self, request_id: str, approver: str) -> ToolResult:
         """A human declines a pending request: the model is told it was declined."""
         request = self._take(request_id)
-        message = REFUSALS["confirmation_denied"].format(
+        message = REFUSALS[ToolStatus.CONFIRMATION_DENIED].format(
             approver=approver, request_id=request_id, tool=request.tool)
-        result = ToolResult(request.tool, request.arguments, "confirmation_denied", message)
+        result = ToolResult(request.tool, request.arguments, ToolStatus.CONFIRMATION_DENIED,
+                            message)
         return self._record(request.subject, request.tool, request.risk, request.arguments,
                             "denied", result, approver)

@@ -5,7 +5,10 @@
   template ignores ``tools=``, so the list goes into the system message, with the call format.
 - :func:`parse_model_output` turns the model's text into a :class:`ParsedOutput`: a call
   (``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` or a bare JSON object with
-  ``name``), plain text, or ``malformed`` (it tried to call and the JSON does not parse).
+  ``name``) held as a :class:`~course.tools.calls.ToolCall`, plain text, or ``malformed`` (it
+  tried to call and the JSON does not parse). :func:`json_calls` finds every such JSON call in
+  a longer text (chapter 04 reads pages with it); both read a call the same way.
+- :data:`CHAT_ROLES`: the chat-template role of each LangChain message type, for every chapter.
 - :func:`validity` classifies a parsed call against the registry's door (known, allowed, valid
   arguments) without executing it. The loop that executes calls is LangGraph's ``ToolNode``
   (chapter 01) and :func:`course.loop.agent_loop.run_loop` (chapter 03).
@@ -18,18 +21,23 @@ right (that is the reader's job, and the lesson's).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from course.tools.calls import ToolCall
 from course.tools.registry import ToolError, ToolRegistry
 
 __all__ = [
-    "CALL_CLOSE", "CALL_OPEN", "TOOL_SYSTEM_TEMPLATE", "ParsedOutput", "parse_model_output",
-    "render_tool_prompt", "template_renders_tools", "tool_list_text", "tool_prompt_messages",
-    "validity",
+    "CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "TOOL_SYSTEM_TEMPLATE", "ParsedOutput", "call_text",
+    "json_calls", "parse_model_output", "render_tool_prompt", "template_renders_tools",
+    "tool_list_text", "tool_prompt_messages", "validity",
 ]
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+#: The chat-template role of each LangChain message type (``message.type``): the one table.
+CHAT_ROLES: dict[str, str] = {"system": "system", "human": "user", "ai": "assistant",
+                              "tool": "tool"}
 
 TOOL_SYSTEM_TEMPLATE = (
     "You can call these tools:\n{tools}\n"
@@ -77,39 +85,69 @@ def render_tool_prompt(local: Any, messages: list[dict[str, Any]],
 
 @dataclass
 class ParsedOutput:
-    """What the model's text means to the runtime."""
+    """What the model's text means to the runtime: a call, plain text, or a malformed call."""
 
     kind: str  # "call" | "text" | "malformed"
     raw: str
-    name: str = ""
-    arguments: dict[str, Any] = field(default_factory=dict)
+    call: ToolCall | None = None  # the call, when kind == "call"
     error: str = ""
+    tried: str = ""  # the tool name a malformed call gave, if it gave one
+
+    @property
+    def name(self) -> str:
+        """The called tool's name ('' for text; a malformed call's name if it had one)."""
+        return self.call.name if self.call is not None else self.tried
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The call's arguments ({} unless the reply is a well-formed call)."""
+        return self.call.arguments if self.call is not None else {}
 
     def __str__(self) -> str:
-        if self.kind == "call":
+        if self.call is not None:
             return f"call {self.name}({json.dumps(self.arguments, ensure_ascii=False)})"
         if self.kind == "malformed":
             return f"malformed call: {self.error}"
         return f"text: {self.raw!r}"
 
 
-def _first_json_object(text: str) -> tuple[Any, str]:
-    """Decode the first JSON value starting at the first '{' (or raise ValueError)."""
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("no JSON object found")
-    value, _ = json.JSONDecoder().raw_decode(text[start:])
-    return value, text[start:]
+class _NotACall(ValueError):
+    """A JSON value that is not a well-formed call; ``name`` is the tool it named, if any."""
+
+    def __init__(self, why: str, name: str = ""):
+        super().__init__(why)
+        self.name = name
+
+
+def _as_call(value: Any) -> ToolCall:
+    """The call a decoded JSON value holds (the first one of a list), or :class:`_NotACall`.
+
+    ``{"name": str, "arguments": object}``; ``parameters`` or ``args`` may stand for
+    ``arguments``, which may also be a JSON-encoded string (as some APIs send it).
+    """
+    if isinstance(value, list) and value:
+        value = value[0]
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise _NotACall("JSON has no string 'name' field")
+    name = value["name"]
+    arguments = next((value[k] for k in ("arguments", "parameters", "args") if k in value), {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            raise _NotACall("'arguments' is a string that is not JSON", name) from None
+    if not isinstance(arguments, dict):
+        raise _NotACall("'arguments' is not a JSON object", name)
+    return ToolCall(name, arguments)
 
 
 def parse_model_output(text: str, strict: bool = False) -> ParsedOutput:
     """Parse one reply into a call, plain text, or a malformed call (never raises).
 
     A reply is treated as an attempted call if it contains ``<tool_call>`` or starts with
-    ``{``; then it must decode to ``{"name": str, "arguments": object}`` (``arguments`` may be
-    a JSON-encoded string, as some APIs send it). With ``strict=True`` the reply must START
-    with ``<tool_call>`` or ``{`` (what the system prompt asks for); a call after some words
-    of preamble is then plain text.
+    ``{``; then the first JSON value in it must be a call (see :func:`_as_call`). With
+    ``strict=True`` the reply must START with ``<tool_call>`` or ``{`` (what the system prompt
+    asks for); a call after some words of preamble is then plain text.
     """
     raw = text
     stripped = text.strip()
@@ -119,25 +157,44 @@ def parse_model_output(text: str, strict: bool = False) -> ParsedOutput:
         return ParsedOutput("text", raw)
     body = stripped.split(CALL_OPEN, 1)[1] if CALL_OPEN in stripped else stripped
     body = body.split(CALL_CLOSE, 1)[0]
+    start = body.find("{")
     try:
-        value, _ = _first_json_object(body)
+        if start < 0:
+            raise ValueError("no JSON object found")
+        value, _ = json.JSONDecoder().raw_decode(body[start:])
     except ValueError as err:
         return ParsedOutput("malformed", raw, error=f"not valid JSON ({err})")
-    if isinstance(value, list) and value:
-        value = value[0]
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        return ParsedOutput("malformed", raw, error="JSON has no string 'name' field")
-    arguments = value.get("arguments", value.get("parameters", {}))
-    if isinstance(arguments, str):
+    try:
+        return ParsedOutput("call", raw, _as_call(value))
+    except _NotACall as err:
+        return ParsedOutput("malformed", raw, error=str(err), tried=err.name)
+
+
+def json_calls(text: str) -> list[ToolCall]:
+    """Every JSON object in ``text`` that names a call, read as :func:`parse_model_output` reads one.
+
+    An object with a ``name`` whose arguments are not an object counts as a call with no
+    arguments (the name is what a reader acts on). Other JSON and other text are skipped.
+    """
+    decoder, calls, start = json.JSONDecoder(), [], 0
+    while (start := text.find("{", start)) != -1:
         try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return ParsedOutput("malformed", raw, name=value["name"],
-                                error="'arguments' is a string that is not JSON")
-    if not isinstance(arguments, dict):
-        return ParsedOutput("malformed", raw, name=value["name"],
-                            error="'arguments' is not a JSON object")
-    return ParsedOutput("call", raw, name=value["name"], arguments=arguments)
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start += 1
+            continue
+        try:
+            calls.append(_as_call(value))
+        except _NotACall as err:
+            if err.name:
+                calls.append(ToolCall(err.name))
+        start = end
+    return calls
+
+
+def call_text(call: ToolCall) -> str:
+    """The call in the text form the system prompt asks for: ``<tool_call>{...}</tool_call>``."""
+    return CALL_OPEN + json.dumps(call.to_dict()) + CALL_CLOSE
 
 
 def validity(parsed: ParsedOutput, registry: ToolRegistry) -> str:

@@ -28,12 +28,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
+from course.tools.calls import ToolCall
 from course.tools.constrained import PrefixCache, constrained_call
-from course.tools.protocol import CALL_CLOSE, CALL_OPEN, parse_model_output, render_tool_prompt
+from course.tools.protocol import CHAT_ROLES, call_text, parse_model_output, render_tool_prompt
 
 __all__ = ["LocalToolCallingChat", "to_chat_dicts"]
-
-ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
@@ -42,10 +41,8 @@ def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     for m in messages:
         content = m.content if isinstance(m.content, str) else json.dumps(m.content)
         if isinstance(m, AIMessage) and m.tool_calls:
-            call = m.tool_calls[0]
-            content = CALL_OPEN + json.dumps({"name": call["name"], "arguments": call["args"]}) \
-                + CALL_CLOSE
-        out.append({"role": ROLES.get(m.type, "user"), "content": content})
+            content = call_text(ToolCall.from_langchain(m.tool_calls[0]))
+        out.append({"role": CHAT_ROLES.get(m.type, "user"), "content": content})
     return out
 
 
@@ -89,10 +86,9 @@ class LocalToolCallingChat(BaseChatModel):
                     pad_token_id=self.local.tokenizer.eos_token_id)
             text = self.local.tokenizer.decode(out[0, len(ids):], skip_special_tokens=True).strip()
         parsed = parse_model_output(text)
-        if parsed.kind == "call":
-            message = AIMessage(content=text, tool_calls=[{
-                "name": parsed.name, "args": parsed.arguments,
-                "id": f"call_{uuid.uuid4().hex[:8]}", "type": "tool_call"}])
+        if parsed.call is not None:
+            message = AIMessage(content=text, tool_calls=[
+                parsed.call.for_langchain(f"call_{uuid.uuid4().hex[:8]}")])
         else:
             message = AIMessage(content=text)
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -31,66 +31,102 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 __all__ = [
-    "DEFAULT_MAX_ARGUMENT_CHARS", "REFUSALS", "RISK_CLASSES", "RiskClass", "ToolError",
-    "ToolRegistry", "ToolResult", "ToolSpec", "schema_from_function",
+    "DEFAULT_MAX_ARGUMENT_CHARS", "REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry",
+    "ToolResult", "ToolSpec", "ToolStatus", "as_registry", "schema_from_function",
 ]
 
-RiskClass = Literal["read", "write", "critical"]
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000
 _MAX_DEPTH = 64  # deeper arguments are refused before jsonschema (which recurses) sees them
 
+class ToolStatus(StrEnum):
+    """How a call ended: the one vocabulary of tool outcomes, from the registry to the audit.
+
+    ``OK`` and ``NO_DATA``: the tool ran and returned. ``REFUSED``: the tool itself refused (it
+    raised :class:`ToolError`). ``BUG``: it raised anything else. ``TIMEOUT``: it did not finish
+    in time (it may still complete). Every other status is a refusal of the door or the gateway,
+    before the tool's code ran (:attr:`executed` is False).
+    """
+
+    OK = "ok"
+    NO_DATA = "no_data"
+    UNKNOWN_TOOL = "unknown_tool"
+    NOT_ALLOWED = "not_allowed"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    OVERSIZED_ARGUMENTS = "oversized_arguments"
+    REFUSED = "refused"
+    BUG = "bug"
+    TIMEOUT = "timeout"
+    VETOED = "vetoed"
+    SUBJECT_NOT_PERMITTED = "subject_not_permitted"
+    NEEDS_CONFIRMATION = "needs_confirmation"
+    CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
+    CONFIRMATION_DENIED = "confirmation_denied"
+
+    @property
+    def ok(self) -> bool:
+        """The tool ran and returned normally."""
+        return self in (ToolStatus.OK, ToolStatus.NO_DATA)
+
+    @property
+    def executed(self) -> bool:
+        """The tool's code ran (whatever came of it): not refused before it was called."""
+        return self in (ToolStatus.OK, ToolStatus.NO_DATA, ToolStatus.REFUSED, ToolStatus.BUG,
+                        ToolStatus.TIMEOUT)
+
+
 #: The refusal texts, one per outcome. Written for the model: each names what was blocked and
 #: what the model should do next. ``{tool}`` and the other fields are filled in per call.
-REFUSALS: dict[str, str] = {
-    "unknown_tool": (
+REFUSALS: dict[ToolStatus, str] = {
+    ToolStatus.UNKNOWN_TOOL: (
         "Tool '{tool}' does not exist. Available tools: {available}. "
         "Do not invent tools; use one of these or answer without a tool."
     ),
-    "not_allowed": (
+    ToolStatus.NOT_ALLOWED: (
         "Tool '{tool}' is not allowed in this session, so it was NOT run. "
         "Tell the user that '{tool}' is unavailable; do not claim it ran."
     ),
-    "invalid_arguments": (
+    ToolStatus.INVALID_ARGUMENTS: (
         "Invalid arguments for tool '{tool}', so it was NOT run: {problems}. "
         "Fix the arguments to match the schema and call it again."
     ),
-    "oversized_arguments": (
+    ToolStatus.OVERSIZED_ARGUMENTS: (
         "Arguments for tool '{tool}' are too large ({size} characters, limit {limit}), "
         "so it was NOT run. Send shorter arguments."
     ),
-    "refused": "Tool '{tool}' refused the request: {reason}",
-    "bug": (
+    ToolStatus.REFUSED: "Tool '{tool}' refused the request: {reason}",
+    ToolStatus.BUG: (
         "Tool '{tool}' failed with an internal error ({error}); this is a bug on our side, "
         "not your fault. Tell the user the action could not be completed."
     ),
-    "no_data": "Tool '{tool}' completed and returned no data.",
-    "timeout": (
+    ToolStatus.NO_DATA: "Tool '{tool}' completed and returned no data.",
+    ToolStatus.TIMEOUT: (
         "Tool '{tool}' did not finish within {timeout} s, so its outcome is UNKNOWN: it may "
         "still complete. Tell the user the result is not known yet; do not claim it succeeded."
     ),
-    "vetoed": (
+    ToolStatus.VETOED: (
         "Policy '{policy}' forbids this call to '{tool}', so it was NOT run: {reason}. "
         "Tell the user why; do not retry the same call."
     ),
-    "subject_not_permitted": (
+    ToolStatus.SUBJECT_NOT_PERMITTED: (
         "Subject '{subject}' may not use {risk} tools, so '{tool}' was NOT run. "
         "Tell the user this action needs someone with {risk} permission."
     ),
-    "needs_confirmation": (
+    ToolStatus.NEEDS_CONFIRMATION: (
         "Tool '{tool}' is {risk} and needs confirmation by a human before it runs. "
         "It was NOT run yet; confirmation request {request_id} is waiting. "
         "Tell the user the action is waiting for approval; do not say it is done."
     ),
-    "confirmation_unavailable": (
+    ToolStatus.CONFIRMATION_UNAVAILABLE: (
         "Tool '{tool}' is {risk} and needs confirmation by a human, but nobody can confirm "
         "in this session, so it was NOT run. Tell the user the action needs an approver."
     ),
-    "confirmation_denied": (
+    ToolStatus.CONFIRMATION_DENIED: (
         "A human ({approver}) denied confirmation request {request_id} for tool '{tool}', "
         "so it was NOT run. Tell the user the action was declined."
     ),
@@ -100,13 +136,13 @@ REFUSALS: dict[str, str] = {
 class ToolError(Exception):
     """The tool (or the door in front of it) refused: a result for the model, not a bug.
 
-    ``status`` says which refusal it is (a key of :data:`REFUSALS`); ``str(error)`` is the
-    message written for the model.
+    ``status`` says which refusal it is (a :class:`ToolStatus`, default ``REFUSED``);
+    ``str(error)`` is the message written for the model.
     """
 
-    def __init__(self, message: str, status: str = "refused", tool: str = ""):
+    def __init__(self, message: str, status: str = ToolStatus.REFUSED, tool: str = ""):
         super().__init__(message)
-        self.status = status
+        self.status = ToolStatus(status)
         self.tool = tool
 
 
@@ -139,7 +175,9 @@ class ToolSpec:
 class ToolResult:
     """The one outcome of a call: always a value, even when the call was refused.
 
-    ``status`` is ``"ok"`` or a key of :data:`REFUSALS`; ``content`` is what the model reads.
+    ``status`` is a :class:`ToolStatus` (kept as its plain text value, so that a result in a
+    LangGraph checkpoint stays plain data); ``content`` is what the model reads. The LangChain
+    adapters hand the whole result to the framework as the tool message's artifact.
     """
 
     tool: str
@@ -149,15 +187,37 @@ class ToolResult:
     value: Any = None
     exception: BaseException | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        self.status = ToolStatus(self.status).value  # an unknown status is a bug: it raises
+
     @property
     def ok(self) -> bool:
         """True when the tool ran and returned normally."""
-        return self.status in ("ok", "no_data")
+        return ToolStatus(self.status).ok
+
+    @property
+    def executed(self) -> bool:
+        """True when the tool's code ran: the door or the gateway did not refuse the call first."""
+        return ToolStatus(self.status).executed
 
     @property
     def is_bug(self) -> bool:
         """True when the tool raised something other than :class:`ToolError`."""
-        return self.status == "bug"
+        return self.status == ToolStatus.BUG
+
+    @classmethod
+    def of(cls, artifact: Any) -> ToolResult | None:
+        """The result a LangChain ``ToolMessage`` carries as its artifact, or ``None``.
+
+        After a LangGraph checkpoint the artifact comes back as a plain dict of the fields (the
+        exception, if any, as its text); this gives the result back either way.
+        """
+        if isinstance(artifact, cls):
+            return artifact
+        if isinstance(artifact, Mapping) and {"tool", "status", "content"} <= set(artifact):
+            return cls(artifact["tool"], dict(artifact.get("arguments") or {}),
+                       artifact["status"], artifact["content"], artifact.get("value"))
+        return None
 
     def as_message(self, tool_call_id: str | None = None) -> dict[str, Any]:
         """The result as a tool-role chat message, ready to append to the conversation."""
@@ -367,9 +427,9 @@ class ToolRegistry:
         return isinstance(name, str) and name in self._tools and name in self.allowlist
 
     # -- lookup ------------------------------------------------------------------------
-    def names(self) -> list[str]:
-        """All registered tool names, allowed or not, sorted."""
-        return sorted(self._tools)
+    def names(self, *, sort: bool = True) -> list[str]:
+        """All registered tool names, allowed or not, sorted (``sort=False``: as registered)."""
+        return sorted(self._tools) if sort else list(self._tools)
 
     def allowed_names(self) -> list[str]:
         """The names the model may call, sorted."""
@@ -403,23 +463,25 @@ class ToolRegistry:
             available = ", ".join(self.allowed_names()) or "(none)"
             shown = name if isinstance(name, str) else repr(name)[:80]
             raise ToolError(
-                REFUSALS["unknown_tool"].format(tool=shown, available=available),
-                "unknown_tool", shown)
+                REFUSALS[ToolStatus.UNKNOWN_TOOL].format(tool=shown, available=available),
+                ToolStatus.UNKNOWN_TOOL, shown)
         if name not in self.allowlist:
-            raise ToolError(REFUSALS["not_allowed"].format(tool=name), "not_allowed", name)
+            raise ToolError(REFUSALS[ToolStatus.NOT_ALLOWED].format(tool=name),
+                            ToolStatus.NOT_ALLOWED, name)
         spec = self._tools[name]
         if _depth(arguments) > _MAX_DEPTH:
-            raise ToolError(REFUSALS["invalid_arguments"].format(
+            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
                 tool=name, problems=f"arguments nested deeper than {_MAX_DEPTH} levels"),
-                "invalid_arguments", name)
+                ToolStatus.INVALID_ARGUMENTS, name)
         size = len(_to_content(arguments))
         if size > spec.max_argument_chars:
-            raise ToolError(REFUSALS["oversized_arguments"].format(
-                tool=name, size=size, limit=spec.max_argument_chars), "oversized_arguments", name)
+            raise ToolError(REFUSALS[ToolStatus.OVERSIZED_ARGUMENTS].format(
+                tool=name, size=size, limit=spec.max_argument_chars),
+                ToolStatus.OVERSIZED_ARGUMENTS, name)
         problems = _argument_problems(spec.parameters, arguments)
         if problems:
-            raise ToolError(REFUSALS["invalid_arguments"].format(
-                tool=name, problems="; ".join(problems)), "invalid_arguments", name)
+            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
+                tool=name, problems="; ".join(problems)), ToolStatus.INVALID_ARGUMENTS, name)
         return spec
 
     def call(self, name: str, **arguments: Any) -> Any:
@@ -430,9 +492,50 @@ class ToolRegistry:
         """
         spec = self.check(name, arguments)
         if spec.requires_confirmation:
-            raise ToolError(REFUSALS["confirmation_unavailable"].format(
-                tool=name, risk=spec.risk), "confirmation_unavailable", name)
+            raise ToolError(REFUSALS[ToolStatus.CONFIRMATION_UNAVAILABLE].format(
+                tool=name, risk=spec.risk), ToolStatus.CONFIRMATION_UNAVAILABLE, name)
         return spec.fn(**arguments)
+
+    def admit(self, name: Any, arguments: Any = None) -> ToolSpec | ToolResult:
+        """The door's check as a value (never raises): the tool's spec, or the refusal.
+
+        What :meth:`execute` does before running anything, for a caller that adds checks of its
+        own between the door and the run (the gateway): it then runs the call with
+        :meth:`run`, and the door checks each call once.
+        """
+        arguments = {} if arguments is None else arguments
+        try:
+            return self.check(name, arguments)
+        except ToolError as err:
+            tool = name if isinstance(name, str) else repr(name)[:80]
+            return ToolResult(err.tool or tool, _arguments_record(arguments), err.status,
+                              str(err), exception=err)
+        except Exception as err:  # a validator failure on a hostile schema/argument: a bug
+            return _bug(name if isinstance(name, str) else repr(name)[:80],
+                        _arguments_record(arguments), err)
+
+    def run(self, spec: ToolSpec, arguments: dict[str, Any], *,
+            confirmed_by: str = "") -> ToolResult:
+        """Run a call :meth:`admit` let through; every outcome becomes a :class:`ToolResult`.
+
+        A tool that requires confirmation runs only with ``confirmed_by`` (who confirmed it);
+        a per-tool ``timeout`` bounds the wait.
+        """
+        if spec.requires_confirmation and not confirmed_by:
+            message = REFUSALS[ToolStatus.CONFIRMATION_UNAVAILABLE].format(
+                tool=spec.name, risk=spec.risk)
+            return ToolResult(spec.name, arguments, ToolStatus.CONFIRMATION_UNAVAILABLE, message)
+        if spec.timeout is None:
+            return _run(spec, arguments)
+        box: list[ToolResult] = []
+        worker = threading.Thread(target=lambda: box.append(_run(spec, arguments)),
+                                  name=f"tool-{spec.name}", daemon=True)
+        worker.start()
+        worker.join(spec.timeout)
+        if not box:
+            return ToolResult(spec.name, arguments, ToolStatus.TIMEOUT, REFUSALS[
+                ToolStatus.TIMEOUT].format(tool=spec.name, timeout=spec.timeout))
+        return box[0]
 
     def execute(self, name: Any, arguments: Any = None, *, confirmed_by: str = "") -> ToolResult:
         """Run a call through the door and always return a :class:`ToolResult` (never raises).
@@ -443,29 +546,35 @@ class ToolRegistry:
         confirmation runs only with ``confirmed_by`` (who confirmed it: the gateway passes the
         human's name after asking); without it the bare registry refuses, since nobody was asked.
         """
-        arguments = {} if arguments is None else arguments
-        args_record = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
-        tool = name if isinstance(name, str) else repr(name)[:80]
-        try:
-            spec = self.check(name, arguments)
-        except ToolError as err:
-            return ToolResult(err.tool or tool, args_record, err.status, str(err), exception=err)
-        except Exception as err:  # a validator failure on a hostile schema/argument: a bug
-            return _bug(tool, args_record, err)
-        if spec.requires_confirmation and not confirmed_by:
-            message = REFUSALS["confirmation_unavailable"].format(tool=name, risk=spec.risk)
-            return ToolResult(name, args_record, "confirmation_unavailable", message)
-        if spec.timeout is None:
-            return _run(spec, args_record)
-        box: list[ToolResult] = []
-        worker = threading.Thread(target=lambda: box.append(_run(spec, args_record)),
-                                  name=f"tool-{spec.name}", daemon=True)
-        worker.start()
-        worker.join(spec.timeout)
-        if not box:
-            return ToolResult(spec.name, args_record, "timeout",
-                              REFUSALS["timeout"].format(tool=spec.name, timeout=spec.timeout))
-        return box[0]
+        admitted = self.admit(name, arguments)
+        if isinstance(admitted, ToolResult):
+            return admitted
+        return self.run(admitted, _arguments_record(arguments), confirmed_by=confirmed_by)
+
+
+def as_registry(tools: Any) -> ToolRegistry:
+    """The tools behind the single door: a :class:`ToolRegistry` as given, or a new one with
+    every callable (typed function or smolagents ``Tool``) registered and allowed.
+
+    ``tools`` is a registry, a list of tools, or ``{name: tool}`` (the key is the name the model
+    calls). Chapters 02 and 03 give their agents tools this way.
+    """
+    if isinstance(tools, ToolRegistry):
+        return tools
+    registry = ToolRegistry()
+    if isinstance(tools, Mapping):
+        for name, tool in tools.items():
+            registry.register(tool, name=name)
+    else:
+        for tool in tools:
+            registry.register(tool)
+    return registry
+
+
+def _arguments_record(arguments: Any) -> dict[str, Any]:
+    """The arguments as the result records them (a non-object is kept under ``_raw``)."""
+    arguments = {} if arguments is None else arguments
+    return dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
 
 
 def _bug(tool: str, arguments: dict[str, Any], err: BaseException) -> ToolResult:
@@ -473,8 +582,8 @@ def _bug(tool: str, arguments: dict[str, Any], err: BaseException) -> ToolResult
         error = f"{type(err).__name__}: {err}"
     except Exception:  # an exception whose __str__ raises
         error = type(err).__name__
-    return ToolResult(tool, arguments, "bug", REFUSALS["bug"].format(tool=tool, error=error),
-                      exception=err)
+    return ToolResult(tool, arguments, ToolStatus.BUG,
+                      REFUSALS[ToolStatus.BUG].format(tool=tool, error=error), exception=err)
 
 
 def _run(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
@@ -482,13 +591,13 @@ def _run(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
     try:
         value = spec.fn(**arguments)
         if value is None:
-            return ToolResult(spec.name, arguments, "no_data",
-                              REFUSALS["no_data"].format(tool=spec.name))
-        return ToolResult(spec.name, arguments, "ok", _to_content(value), value=value)
+            return ToolResult(spec.name, arguments, ToolStatus.NO_DATA,
+                              REFUSALS[ToolStatus.NO_DATA].format(tool=spec.name))
+        return ToolResult(spec.name, arguments, ToolStatus.OK, _to_content(value), value=value)
     except ToolError as err:
         message = str(err)
         if spec.name not in message:
-            message = REFUSALS["refused"].format(tool=spec.name, reason=message)
+            message = REFUSALS[ToolStatus.REFUSED].format(tool=spec.name, reason=message)
         return ToolResult(spec.name, arguments, err.status, message, exception=err)
     except KeyboardInterrupt:  # the person at the keyboard stops the cell: let it through
         raise
