@@ -22,18 +22,12 @@ nbgrader-assign`` and friends); both score a submission the same way (tested). N
 manually graded answers (nbgrader's formgrader does those), a gradebook for this grader's CSV.
 """
 
+# What the rest of the course and the tests use (``from course.grading import student_edition``);
+# the records and the steps in between are in their modules.
 from course.grading.autograde import prepare_submission
-from course.grading.classroom import find_submissions, grade_class
-from course.grading.results import (
-    CellScore,
-    NotebookResult,
-    ResourceLimits,
-    graded_cells,
-    write_scores_csv,
-)
-from course.grading.runner import grade_notebook
+from course.grading.classroom import grade_class
+from course.grading.results import ResourceLimits, graded_cells
 from course.grading.student import (
-    find_notebooks,
     leaked_solution_lines,
     solution_lines,
     student_edition,
@@ -41,18 +35,12 @@ from course.grading.student import (
 )
 
 __all__ = [
-    "CellScore",
-    "NotebookResult",
     "ResourceLimits",
-    "find_notebooks",
-    "find_submissions",
     "grade_class",
-    "grade_notebook",
     "graded_cells",
     "leaked_solution_lines",
     "prepare_submission",
     "solution_lines",
     "student_edition",
-    "write_scores_csv",
     "write_student_editions",
 ]

@@ -35,8 +35,6 @@ from course.models import agent_tokenizer, notes_tokenizer
 
 __all__ = [
     "LANGUAGE_TEMPLATE",
-    "MODEL_NODE",
-    "QWEN2_DEFAULT_SYSTEM",
     "CheckpointRow",
     "CheckpointTable",
     "LanguageState",

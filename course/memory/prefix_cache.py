@@ -33,8 +33,13 @@ from typing import Any
 
 from course.tools.constrained import common_prefix_length  # chapter 01's; re-exported here
 
-__all__ = ["DEFAULT_SYSTEM", "DEFAULT_TURNS", "PrefixReuseReport", "TurnTiming",
-           "common_prefix_length", "measure_prefix_reuse"]
+__all__ = [
+    "DEFAULT_TURNS",
+    "PrefixReuseReport",
+    "TurnTiming",
+    "common_prefix_length",
+    "measure_prefix_reuse",
+]
 
 DEFAULT_SYSTEM = (
     "You are the assistant of a small cooking school. Answer briefly and kindly. The school "

@@ -40,7 +40,6 @@ __all__ = [
     "agent_chat_model",
     "build_trimming_graph",
     "converse",
-    "make_trimmer",
     "note_prompt_reconstruction",
     "pipeline_chat_model",
     "run_turns",

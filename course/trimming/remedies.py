@@ -42,11 +42,6 @@ from course.trimming.graph import build_trimming_graph
 from course.trimming.rules import check_budget
 
 __all__ = [
-    "FACTS_TEMPLATE",
-    "SUMMARY_PROMPT",
-    "UNKNOWN_NAME",
-    "FactsState",
-    "SummaryState",
     "build_facts_graph",
     "build_summary_graph",
     "extract_user_name",

@@ -28,7 +28,6 @@ from course.trimming.counters import TokenCounter, as_counter, count_each, count
 
 __all__ = [
     "REASON_FITS",
-    "REASON_OLDER",
     "REASON_SYSTEM",
     "TrimDecision",
     "TrimReport",
