@@ -2,20 +2,21 @@
 
 import pytest
 
-from course.guards.confirmation import ApprovalDecision, ScriptedApprover
-from course.guards.injection import (
-    ATTACKER,
+from course.guards import (
     Lab,
-    LiteralReader,
     Payload,
     as_data,
-    parse_calls,
     payloads,
     read_instructions,
     run_guarded,
     run_naive,
     run_suite,
 )
+from course.guards.confirmation import ApprovalDecision, ScriptedApprover
+from course.guards.injection import parse_calls
+from course.guards.injection_payloads import ATTACKER
+from course.guards.injection_reader import LiteralReader
+from course.tools.calls import ToolCall
 from course.tools.registry import ToolError
 
 
@@ -128,13 +129,13 @@ def test_a_payload_that_asks_for_nothing_gets_no_call():
                                               {"url": "https://evil.example.net/p.png"})]),
 ])
 def test_read_instructions_reads_each_wording(text, expected):
-    assert [(c["name"], c["args"]) for c in read_instructions([text]).calls] == expected
+    assert [(c.name, c.arguments) for c in read_instructions([text]).calls] == expected
 
 
 def test_parse_calls_reads_json_and_mentions_and_ignores_prose():
     assert parse_calls('{"name": "send_email", "arguments": {"to": "a"}}') == [
-        {"name": "send_email", "args": {"to": "a"}}]
-    assert parse_calls("I will call send_email(to='x')")[0]["name"] == "send_email"
+        ToolCall("send_email", {"to": "a"})]
+    assert parse_calls("I will call send_email(to='x')")[0].name == "send_email"
     assert parse_calls("The system is now calling send_email with to=x.") == []
     assert parse_calls("{not json}") == []
 

@@ -6,10 +6,42 @@
 - :mod:`.warehouse`: a coordinator and three specialist agents over a warehouse system, its
   approval graph, and the command line that resumes it from another process
   (``python -m course.guards.warehouse``).
-- :mod:`.injection`: prompt injection through tool outputs; a scripted reader that obeys what
-  it reads, the agent model live, a naive and a guarded runtime.
+- prompt injection through tool outputs, in four modules: :mod:`.injection_payloads` (the
+  payload catalogue), :mod:`.injection_lab` (the lab's tool world), :mod:`.injection_reader`
+  (a scripted reader that obeys what it reads) and :mod:`.injection` (the agent model live, a
+  naive and a guarded runtime, the report).
 - :mod:`.sandbox`: the smolagents executor in a child process with resource limits, and an
   escape suite.
 
 Imports go one way: warehouse and injection build on confirmation; confirmation knows neither.
+What notebook 04 uses of the injection lab is importable from this package (``from course.guards
+import payloads, run_suite``); each name is imported from its module the first time it is asked for, so
+importing one module of the chapter (the sandbox's child process imports only
+:mod:`.sandbox`) does not load the others.
 """
+
+from importlib import import_module
+
+#: What notebook 04 uses of the injection lab, by the module that defines it.
+_EXPORTS = {
+    "injection_payloads": ("Payload", "payloads"),
+    "injection_lab": ("ALLOWED_HOSTS", "Lab", "as_data"),
+    "injection_reader": ("read_instructions",),
+    "injection": ("LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    """``course.guards.<name>`` for an exported name: imported from its module when first used."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -10,6 +10,11 @@ resumes it with ``Command(resume=decision)``:
 - ``edit``: the call runs with the arguments the human wrote (validated by the registry);
 - ``reject``: the call does not run and the model gets the gateway's refusal string.
 
+Every tool message the graph appends carries the gateway's :class:`~course.tools.registry.ToolResult`
+as its artifact and ``status="error"`` unless the call succeeded
+(:func:`course.tools.adapters.tool_message`), so what became of a call is read from the message,
+not from its wording.
+
 Even then the call goes through the gateway, which refuses to run a critical tool without an
 ``approve()`` of its own, so no path reaches a critical tool without a decision. Every decision
 goes to the ``audit`` list in the graph state (checkpointed with it) and to the gateway's audit.
@@ -41,8 +46,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
+from course.tools.adapters import tool_message
 from course.tools.gateway import ToolGateway
-from course.tools.registry import ToolError
+from course.tools.registry import ToolResult, ToolStatus
 
 __all__ = [
     "ACTIONS",
@@ -177,11 +183,7 @@ def _needs_human(registry: Any, name: str, arguments: Any) -> bool:
     """
     if name not in registry or not registry.spec(name).requires_confirmation:
         return False
-    try:
-        registry.check(name, arguments)
-    except ToolError:
-        return False
-    return True
+    return not isinstance(registry.admit(name, arguments), ToolResult)
 
 
 def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
@@ -208,7 +210,7 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
                 queue.append({"name": name, "args": dict(call["args"]), "id": call["id"]})
                 continue
             result = gateway.execute(name, call["args"], subject=subject)
-            messages.append(ToolMessage(result.content, tool_call_id=call["id"], name=name))
+            messages.append(tool_message(result, call["id"], name))
         return {"messages": messages, "queue": queue}
 
     def confirm(state: ApprovalState) -> dict:
@@ -224,7 +226,7 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
         arguments = decision.arguments if decision.action == "edit" else call["args"]
         held = gateway.execute(call["name"], arguments, subject=subject)
         pending = [p for p in gateway.pending if p.tool == call["name"]]
-        if held.status != "needs_confirmation" or not pending:
+        if held.status != ToolStatus.NEEDS_CONFIRMATION or not pending:
             result = held  # refused before confirmation (bad edited arguments, no grant)
         elif decision.action == "reject":
             result = gateway.deny(pending[-1].request_id, decision.approver)
@@ -234,8 +236,7 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
                  "decision": decision.action, "executed_arguments": arguments
                  if result.ok else None, "approver": decision.approver,
                  "status": result.status, "note": decision.note}
-        return {"messages": [ToolMessage(result.content, tool_call_id=call["id"],
-                                         name=call["name"])],
+        return {"messages": [tool_message(result, call["id"], call["name"])],
                 "queue": state["queue"][1:], "audit": [entry]}
 
     def after_agent(state: ApprovalState) -> str:

@@ -35,19 +35,34 @@ from langchain_core.tools import StructuredTool
 
 from course.tools.registry import ToolRegistry, ToolResult, ToolStatus, as_registry
 
-__all__ = ["langchain_tool", "langchain_tools", "smolagents_door", "smolagents_tools"]
+__all__ = ["langchain_tool", "langchain_tools", "smolagents_door", "smolagents_tools",
+           "tool_message"]
 
 Executor = Callable[[str, Any], ToolResult]
 _SMOLAGENTS_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def _message_status(result: ToolResult) -> str:
+    """A ``ToolMessage`` status for a result: ``success`` only when the tool ran and returned."""
+    return "success" if result.ok else "error"
+
+
+def tool_message(result: ToolResult, tool_call_id: str, name: str | None = None) -> ToolMessage:
+    """The ``ToolMessage`` for a call's result, as a ``ToolNode`` appends one for these tools.
+
+    The model reads ``content``; ``artifact`` is the result; ``status`` is ``"error"`` unless the
+    call succeeded. For a graph node that runs calls itself (chapter 04's approval graph).
+    """
+    return ToolMessage(result.content, tool_call_id=tool_call_id, name=name or result.tool,
+                       artifact=result, status=_message_status(result))
 
 
 class _LangChainDoorTool(StructuredTool):
     """A LangChain tool on the door: its message carries the result and the door's verdict."""
 
     def _verdict(self, output: Any) -> Any:
-        if isinstance(output, ToolMessage) and isinstance(output.artifact, ToolResult) \
-                and not output.artifact.ok:
-            output.status = "error"
+        if isinstance(output, ToolMessage) and isinstance(output.artifact, ToolResult):
+            output.status = _message_status(output.artifact)
         return output
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
