@@ -9,6 +9,7 @@ from course.agents.traces import (
     Run,
     TraceError,
     TraceStep,
+    file_fields,
     load_run,
     run_from_json,
     run_from_smolagents,
@@ -35,6 +36,26 @@ def test_round_trip(tmp_path):
     assert loaded == run
     assert loaded.total_input_tokens == 30 and loaded.cumulative_input_tokens == [10, 30]
     assert loaded.tool_names_called() == ["web_search"]
+
+
+def test_the_writer_and_the_reader_share_one_format():
+    """save_run writes exactly the fields the reader checks, of the types it accepts."""
+    run = small_run()
+    run.steps[0].duration_s = 1.5
+    written = run.to_dict()
+    run_spec, step_spec = file_fields(Run), file_fields(TraceStep)
+    assert set(written) - {"format_version"} == set(run_spec)
+    for step in written["steps"]:
+        assert set(step) == set(step_spec)
+        assert all(isinstance(step[name], types) for name, (types, _) in step_spec.items())
+    assert all(isinstance(written[name], types) for name, (types, _) in run_spec.items())
+    # required: the fields without a default, and a run's steps
+    assert [n for n, (_, required) in run_spec.items() if required] == ["task", "model_id", "steps"]
+    assert [n for n, (_, required) in step_spec.items() if required] == ["number"]
+    assert step_spec["duration_s"][0] == (int, float, type(None))
+    for name in run_spec:  # every field the writer writes is checked by the reader
+        with pytest.raises(TraceError, match=f"'{name}'"):
+            run_from_json(json.dumps({**written, name: 0.5}))
 
 
 def test_every_shipped_recording_loads():

@@ -3,7 +3,8 @@
 A :class:`Run` is a task, the model that worked on it, the tools it had, and its
 :class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool
 calls the code makes, the observation the runtime appended, the error if any, and token figures.
-Traces are saved as JSON and loaded back with checks that name the file and the field.
+Traces are saved as JSON and loaded back with checks that name the file and the field; the file
+format is the dataclasses' own fields (:func:`file_fields`), for the writer and the reader alike.
 
 Provenance is kept per part, because the parts of one trace often come from different places:
 ``Run.source`` says who wrote the model outputs (``measured``: a model ran here; ``reconstructed``:
@@ -24,16 +25,18 @@ import ast
 import html
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from course.drawing import safe_text
 from course.tools.calls import ToolCall
 
 __all__ = [
     "FIGURE_LABELS", "OUTPUT_LABELS", "RECORDINGS_DIR", "Run", "TraceError", "TraceStep",
-    "content_text", "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents",
+    "content_text", "file_fields", "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents",
     "save_run", "split_thought_and_code", "tool_calls_in_code",
 ]
 
@@ -83,7 +86,7 @@ class Run:
 
     task: str
     model_id: str
-    steps: list[TraceStep] = field(default_factory=list)
+    steps: list[TraceStep] = field(default_factory=list, metadata={"required": True})
     tools: list[str] = field(default_factory=list)
     final_answer: str | None = None
     source: str = "measured"
@@ -253,49 +256,36 @@ def _fmt(value: Any) -> str:
 
 
 # ----- validation -----
-_RUN_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
-    # name: (types, required)
-    "task": (str, True),
-    "model_id": (str, True),
-    "steps": (list, True),
-    "tools": (list, False),
-    "final_answer": ((str, type(None)), False),
-    "source": (str, False),
-    "title": (str, False),
-    "additional_args": (dict, False),
-    "total_input_tokens_reported": ((int, type(None)), False),
-    "total_output_tokens_reported": ((int, type(None)), False),
-    "notes": (str, False),
-    "source_detail": (str, False),
-    "measured_with": (str, False),
-}
-_STEP_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
-    "number": (int, True),
-    "thought": (str, False),
-    "code": (str, False),
-    "tool_calls": (list, False),
-    "observation": (str, False),
-    "error": ((str, type(None)), False),
-    "input_tokens": ((int, type(None)), False),
-    "output_tokens": ((int, type(None)), False),
-    "duration_s": ((int, float, type(None)), False),
-    "figures": (str, False),
-    "model_output": (str, False),
-    "is_final_answer": (bool, False),
-    "measured_input_tokens": ((int, type(None)), False),
-    "measured_output_tokens": ((int, type(None)), False),
-    "qwen_input_tokens": ((int, type(None)), False),
-}
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The JSON value types a field of type ``hint`` accepts (``float`` takes an integer too)."""
+    if get_origin(hint) in (Union, UnionType):
+        return tuple(t for part in get_args(hint) for t in _json_types(part))
+    hint = get_origin(hint) or hint
+    return (int, float) if hint is float else (hint,)
 
 
-def _type_name(types: type | tuple[type, ...]) -> str:
-    types = types if isinstance(types, tuple) else (types,)
+@cache
+def file_fields(record: type) -> dict[str, tuple[tuple[type, ...], bool]]:
+    """The file format of a trace record, read off its dataclass: ``name -> (types, required)``.
+
+    The writer (:meth:`Run.to_dict`, ``dataclasses.asdict``) and the reader
+    (:func:`run_from_json`) both go by the dataclass fields, so the format is defined once. A
+    field is required when it has no default, or when its metadata says ``required`` (a run's
+    ``steps``).
+    """
+    hints = get_type_hints(record)
+    return {f.name: (_json_types(hints[f.name]), f.metadata.get("required", False) or (
+        f.default is MISSING and f.default_factory is MISSING)) for f in fields(record)}
+
+
+def _type_name(types: tuple[type, ...]) -> str:
     names = {"str": "a string", "int": "an integer", "list": "a list", "dict": "an object",
              "float": "a number", "bool": "true/false", "NoneType": "null"}
     return " or ".join(names.get(t.__name__, t.__name__) for t in types)
 
 
-def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
+def _check_fields(data: Any, spec: dict[str, tuple[tuple[type, ...], bool]], path: str,
+                  where: str) -> None:
     prefix = f"{where}: " if where else ""
     if not isinstance(data, dict):
         raise TraceError(f"{prefix}{path or 'the trace'} must be a JSON object, got "
@@ -308,8 +298,7 @@ def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
                                  "be truncated; re-save it with course.agents.traces.save_run()).")
             continue
         value = data[name]
-        bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in (
-            types if isinstance(types, tuple) else (types,)))
+        bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
         if bad:
             raise TraceError(f"{prefix}field '{key}' must be {_type_name(types)}, got "
                              f"{type(value).__name__} {value!r:.60}. Fix: correct that field.")
@@ -321,11 +310,11 @@ def _check_fields(data: Any, spec: dict, path: str, where: str) -> None:
 
 def _run_from_dict(data: Any, where: str = "") -> Run:
     prefix = f"{where}: " if where else ""
-    _check_fields(data, _RUN_FIELDS, "", where)
+    _check_fields(data, file_fields(Run), "", where)
     steps: list[TraceStep] = []
     for i, raw in enumerate(data["steps"]):
         path = f"steps[{i}]"
-        _check_fields(raw, _STEP_FIELDS, path, where)
+        _check_fields(raw, file_fields(TraceStep), path, where)
         calls = []
         for j, call in enumerate(raw.get("tool_calls", [])):
             cpath = f"{path}.tool_calls[{j}]"
