@@ -32,6 +32,7 @@ from langgraph.graph.message import add_messages
 
 from course.checkpoints import thread_config
 from course.models import agent_tokenizer, notes_tokenizer
+from course.tools.protocol import CHAT_ROLES
 
 __all__ = [
     "LANGUAGE_TEMPLATE",
@@ -122,13 +123,17 @@ def make_prompt(system_template: str | None = None) -> ChatPromptTemplate:
 
 
 def as_role_dicts(messages: Sequence[BaseMessage]) -> list[dict]:
-    """``[{"role": "user"|"assistant"|"system", "content": ...}]`` for chat templates."""
-    roles = {"system": "system", "human": "user", "ai": "assistant"}
+    """``[{"role": "user"|"assistant"|"system", "content": ...}]`` for chat templates.
+
+    The roles are chapter 01's table (:data:`course.tools.protocol.CHAT_ROLES`); a conversation
+    here has no tool turns, so a tool message is refused.
+    """
     out = []
     for m in messages:
-        if m.type not in roles:
+        role = CHAT_ROLES.get(m.type)
+        if role is None or role == "tool":
             raise ValueError(f"cannot render a {m.type!r} message in a chat prompt")
-        out.append({"role": roles[m.type], "content": m.content})
+        out.append({"role": role, "content": m.content})
     return out
 
 

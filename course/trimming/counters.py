@@ -26,6 +26,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, get_buffer_string
 
+from course.tools.protocol import CHAT_ROLES
+
 __all__ = [
     "CountTable",
     "Gpt2FallbackCounter",
@@ -90,9 +92,6 @@ class Gpt2FallbackCounter:
         return sum(self.count_one(m) for m in messages)
 
 
-_ROLE_FOR_TEMPLATE = {"system": "system", "human": "user", "ai": "assistant"}
-
-
 class ModelTokenCounter:
     """Tokens of each message as the model sees it: its chat template, its own tokenizer.
 
@@ -124,8 +123,8 @@ class ModelTokenCounter:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def count_one(self, message: BaseMessage) -> int:
-        role = _ROLE_FOR_TEMPLATE.get(message.type)
-        if role is None:
+        role = CHAT_ROLES.get(message.type)  # chapter 01's table; no tool turns here
+        if role is None or role == "tool":
             raise ValueError(f"cannot count a {message.type!r} message; only system/human/ai")
         key = (role, str(message.content))
         if key not in self._cache:
