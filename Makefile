@@ -86,7 +86,7 @@ browser:
 EXECUTED := build/executed
 test: assets browser sandbox
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 COURSE_SAVE_EXECUTED=$(CURDIR)/$(EXECUTED) \
-		scripts/no-network $(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+		scripts/no-network $(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
