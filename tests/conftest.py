@@ -30,6 +30,22 @@ def replays():
             for name in NOTE_AND_REFERENCE_RUNS}
 
 
+@pytest.fixture
+def empty_cache(tmp_path):
+    """A course cache with nothing prepared but the data files ``prepare`` fetches.
+
+    The data packages' files (the GGUF, the BPE ranks) live in the course cache since
+    ``prepare`` fetches them; a test of "nothing converted yet" links them in, as a machine that
+    ran ``prepare`` once and lost its converted copies would have them.
+    """
+    from course.assets import course_cache_dir
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "data").symlink_to(course_cache_dir() / "data", target_is_directory=True)
+    return cache
+
+
 @pytest.fixture(scope="module")
 def run(request):
     """The test module's ``NOTEBOOK``, executed once top to bottom in a fresh offline kernel."""

