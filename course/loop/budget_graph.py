@@ -63,9 +63,7 @@ def build_budget_graph(decisions: Sequence[StepDecision], tools: Sequence[Any],
         decision = decisions[min(done, len(decisions) - 1)]
         seen = "\n".join(content_text(m.content) for m in state["messages"])
         tokens_in, tokens_out = count_tokens(seen), count_tokens(decision.text())
-        calls = [] if decision.call is None else [
-            {"name": decision.call.name, "args": dict(decision.call.arguments),
-             "id": f"call_{done + 1}"}]
+        calls = [] if decision.call is None else [decision.call.for_langchain(f"call_{done + 1}")]
         message = AIMessage(
             content=decision.final_answer if decision.final_answer is not None else decision.thought,
             tool_calls=calls,

@@ -1,14 +1,19 @@
 """Chapter 01, tool calling (notebook ``01_tool_calling``; note 003 and the protocol of note 000).
 
-- :mod:`.calls`: ``ToolCall``, the one record of "this tool, these arguments" (used by 02 and 03).
+- :mod:`.calls`: ``ToolCall``, the one record of "this tool, these arguments" (used by 02, 03 and 04).
 - :mod:`.examples`: ``get_weather``, the course's one example tool (imported by later chapters).
-- :mod:`.registry`: the registry, the single door every tool call goes through.
+- :mod:`.registry`: the registry, the single door every tool call goes through; ``ToolStatus``,
+  the one vocabulary of how a call ended, and ``ToolResult``, the outcome every caller gets.
 - :mod:`.gateway`: subject, risk class, veto policies, confirmation and audit on that door.
-- :mod:`.adapters`: the registry's tools as LangChain / smolagents tools that use the door.
-- :mod:`.protocol`: the tool list in the prompt, parsing a model's call, validity.
+- :mod:`.adapters`: the registry's tools as LangChain / smolagents tools that use the door (every
+  agent of chapters 02-04 gets its tools this way); a LangChain tool message carries the result.
+- :mod:`.protocol`: the tool list in the prompt, the one parser of a model's JSON call, validity,
+  and the LangChain-type -> chat-role table (``CHAT_ROLES``) later chapters use.
 - :mod:`.constrained`: constrained decoding of a call with a logits processor.
 - :mod:`.protocol_chat`: a LangChain chat model that turns the local model's text into ``tool_calls``.
 - :mod:`.graph`: the agent -> tools LangGraph graph and its transcript.
+- :mod:`.kinds`: one small tool of each kind the note lists (API, shell, files, database, ...).
+- :mod:`.slots`: slot filling, a tool's arguments gathered over turns, the call made when valid.
 - :mod:`.empty_result`: what a model replies after an empty tool result vs a refusal, counted.
 - :mod:`.catalogue`: 122 business tools and BM25 tool retrieval.
 - :mod:`.tool_count`: tool-choice accuracy vs the number of tools shown, measured.

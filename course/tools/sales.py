@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from course.tools.registry import ToolError
+from course.tools.registry import ToolError, ToolStatus
 
 __all__ = ["CENT", "Sale", "categories", "load_sales", "numbers_backed_by_tool", "sales_summary"]
 
@@ -65,7 +65,7 @@ def _parse_day(value: str, field_name: str) -> date:
         return date.fromisoformat(value)
     except (TypeError, ValueError):
         raise ToolError(f"'{field_name}' must be a date like 2024-03-01, got {value!r}.",
-                        "invalid_arguments") from None
+                        ToolStatus.INVALID_ARGUMENTS) from None
 
 
 def sales_summary(
@@ -84,14 +84,14 @@ def sales_summary(
     """
     if category not in categories():
         raise ToolError(f"Unknown category {category!r}; known categories: "
-                        f"{', '.join(categories())}.", "invalid_arguments")
+                        f"{', '.join(categories())}.", ToolStatus.INVALID_ARGUMENTS)
     start, end = _parse_day(start_date, "start_date"), _parse_day(end_date, "end_date")
     if end < start:
         raise ToolError(f"end_date {end_date} is before start_date {start_date}.",
-                        "invalid_arguments")
+                        ToolStatus.INVALID_ARGUMENTS)
     if group_by not in ("month", "region"):
         raise ToolError(f"group_by must be 'month' or 'region', got {group_by!r}.",
-                        "invalid_arguments")
+                        ToolStatus.INVALID_ARGUMENTS)
     rows = [s for s in load_sales() if s.category == category and start <= s.day <= end]
     groups: dict[str, list[Sale]] = {}
     for s in rows:
