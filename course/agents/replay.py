@@ -41,8 +41,8 @@ from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
 from course.tools.adapters import smolagents_door
 
-__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "qwen_tokenizer",
-           "render_agent_prompt", "replay_run"]
+__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "render_agent_prompt",
+           "replay_run"]
 
 
 class ReplayExhausted(RuntimeError):
@@ -73,16 +73,15 @@ def local_tokenizer():
     return agent_tokenizer()[0]
 
 
-def qwen_tokenizer() -> tuple[Any, str]:
-    """``(tokenizer, note)``: the Qwen tokenizer from the course cache, or ``(None, why not)``."""
+def _prepared_qwen() -> Any:
+    """The Qwen tokenizer of the course cache (:func:`course.assets.qwen_tokenizer`), or ``None``
+    when it is not prepared or does not load: the replay then counts with one tokenizer only."""
+    from course.assets import AssetError, qwen_tokenizer
+
     try:
-        from course.assets import qwen_tokenizer as load
-    except ImportError:
-        return None, "Qwen tokenizer not available in this version of course.assets"
-    try:
-        return load(), "Qwen3 tokenizer"
-    except Exception as err:  # AssetError with the fix, or a broken cache
-        return None, f"Qwen tokenizer not prepared ({str(err).splitlines()[0]})"
+        return qwen_tokenizer()
+    except AssetError:
+        return None
 
 
 def render_agent_prompt(messages: list[ChatMessage | dict], tokenizer: Any) -> str:
@@ -178,7 +177,7 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
         raise TraceError("field 'steps' is empty: there is nothing to replay.")
     tokenizer = local_tokenizer() if tokenizer == "local" else tokenizer
     tools = tools if tools is not None else make_tools(recording.tools)
-    qwen = qwen_tokenizer()[0] if qwen == "cache" else qwen
+    qwen = _prepared_qwen() if qwen == "cache" else qwen
     model = ReplayModel(recording.model_outputs(), model_id=recording.model_id, tokenizer=tokenizer,
                         qwen=qwen)
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=len(recording.steps),
