@@ -39,7 +39,7 @@ import html
 import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
@@ -64,7 +64,6 @@ __all__ = [
     "run_with_approver",
 ]
 
-Action = Literal["approve", "edit", "reject"]
 ACTIONS = ("approve", "edit", "reject")
 
 
