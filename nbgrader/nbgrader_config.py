@@ -3,11 +3,21 @@
 ``make nbgrader-assign`` copies this file into the course folder (``release/nbgrader`` unless
 ``NBGRADER_COURSE=...``), puts every chapter under ``source/<chapter>/`` and runs nbgrader's own
 ``generate_assignment``; ``make nbgrader-autograde``, ``make nbgrader-export`` and ``make
-nbgrader-formgrader`` run the rest of nbgrader's pipeline in that folder. See README.md,
-"Coursework".
+nbgrader-formgrader`` run the rest of nbgrader's pipeline in that folder (``make lab-instructor``
+serves it too, its Formgrader reading this file). See README.md, "Coursework".
+
+Three parts of nbgrader's chain are the course's own (``course.grading``): feedback without
+the hidden tests, an untouched check cell taken for the released one (no checksum warning), and
+an export of what was submitted only.
 """
 
 import os
+
+from nbgrader.converters import Autograde, GenerateFeedback
+from nbgrader.preprocessors import GetGrades, OverwriteCells
+
+from course.grading.feedback import HideHiddenTests
+from course.grading.nbgrader_plugins import KeepReleasedCells, SubmittedOnlyCsvExport
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
@@ -30,3 +40,16 @@ for name, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACK
 
 # Students submit notebooks only; a missing check cell earns 0 rather than being put back.
 c.OverwriteCells.add_missing_cells = False
+
+# An untouched released check cell is not "changed" (nbgrader recorded it with its hidden tests).
+c.Autograde.sanitize_preprocessors = [
+    KeepReleasedCells if step is OverwriteCells else step
+    for step in Autograde.class_traits()["sanitize_preprocessors"].default()]
+
+# Feedback (HTML) a student keeps: the hidden tests removed, right after the grades are read.
+_feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
+c.GenerateFeedback.preprocessors = [*_feedback[:_feedback.index(GetGrades) + 1], HideHiddenTests,
+                                    *_feedback[_feedback.index(GetGrades) + 1:]]
+
+# grades.csv: one row per submission, none for an assignment a student never submitted.
+c.ExportApp.plugin_class = SubmittedOnlyCsvExport

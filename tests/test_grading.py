@@ -34,6 +34,7 @@ from course.grading import (
     student_edition,
     write_student_editions,
 )
+from course.grading.feedback import leaked_hidden_tests
 from course.grading.sandbox import FIRST_UID
 from nbharness import check_cell_ids, run_notebook
 
@@ -227,6 +228,18 @@ def test_feedback_notebooks_show_the_student_what_happened(graded):
     assert "[passed] Exercise 1" in text["ex1-check"]
     assert "[try again] Exercise 2: should_stop: a final answer stops the loop" in text["ex2-check"]
     assert "[not yet done] Exercise 3" in text["ex3-check"]
+
+
+def test_feedback_handed_back_holds_no_hidden_test(graded):
+    """What goes back to the students has every line between the hidden-test markers removed
+    (wrong_answers fails a hidden assert, so its traceback would quote them too)."""
+    feedback = graded["out"] / "feedback"
+    assert {p.parent.name for p in feedback.rglob("*.ipynb")} == set(EXPECTED)
+    assert leaked_hidden_tests(_read(SOURCE), feedback) == {}
+    check = next(c for c in _read(feedback / "wrong_answers" / "practice.ipynb").cells
+                 if c.id == "ex2-check")
+    assert "assert should_stop(5, 5, None)" in check.source  # the visible asserts stay
+    assert "HIDDEN TESTS" not in check.source
 
 
 def test_command_line_writes_student_edition(tmp_path):

@@ -2,7 +2,8 @@
 score the check cells; a client of ours runs the kernel under limits and guards every check.
 
 ``prepare_submission`` runs nbgrader 0.9.6's sanitizing chain (``ClearOutput``,
-``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells``, ``CheckCellMetadata``) against
+``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` as the course template
+configures it, i.e. ``KeepReleasedCells``, ``CheckCellMetadata``) against
 a throw-away gradebook filled by ``record_source_cells``, exactly as ``nbgrader autograde``
 does, so graded and locked cells (hidden tests included) are the instructor's. ``score``
 gives a check cell nbgrader's own ``determine_grade`` when the kernel answered the cell's
@@ -84,16 +85,17 @@ def prepare_submission(instructor: nbformat.NotebookNode, submitted: nbformat.No
         CheckCellMetadata,
         ClearOutput,
         DeduplicateIds,
-        OverwriteCells,
         OverwriteKernelspec,
     )
+
+    from course.grading.nbgrader_plugins import KeepReleasedCells
 
     with tempfile.TemporaryDirectory(prefix="course-gradebook-") as tmp:
         db_url = gradebook or make_gradebook(instructor, Path(tmp), notebook)
         resources: dict[str, Any] = {"nbgrader": {"notebook": notebook, "db_url": db_url,
                                                   "assignment": ASSIGNMENT, "student": "s"}}
         nb = nbformat.from_dict(json.loads(json.dumps(submitted)))
-        for step in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec(), OverwriteCells(),
+        for step in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec(), KeepReleasedCells(),
                      CheckCellMetadata()):
             nb, resources = step.preprocess(nb, resources)
     present = {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade")}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from course.grading.autograde import (
     sandboxed_manager,
     score,
 )
+from course.grading.feedback import without_hidden_tests
 from course.grading.results import CellScore, NotebookResult, ResourceLimits, graded_cells
 from course.grading.sandbox import (
     SandboxUnavailable,
@@ -66,7 +66,8 @@ def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
                    sandbox: bool = True, uids: UidPool | None = None,
                    gradebook: str | None = None) -> NotebookResult:
     """Grade one submitted notebook; never raises for a bad submission (problems become
-    notes). ``feedback``: where to save the executed notebook for the student. ``sandbox``:
+    notes). ``feedback``: where to save the executed notebook for the student (without the
+    hidden tests). ``sandbox``:
     False runs the kernel with the grader's rights (only for a trusted class).
     ``gradebook``: from ``make_gradebook`` for this instructor notebook (else one is made)."""
     limits = limits or ResourceLimits()
@@ -116,9 +117,9 @@ def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
             facts = _run_worker(job, limits)
             if executed.is_file():
                 nb = nbformat.read(executed, as_version=4)
-                if feedback is not None:
+                if feedback is not None:  # the student's copy: no hidden tests
                     Path(feedback).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(executed, feedback)
+                    nbformat.write(without_hidden_tests(nb), feedback)
             result.notes.extend(facts.notes)
             result.cells = score(nb, facts, points, limits)
             result.notes.extend(_notes(nb, facts, result, points, limits))

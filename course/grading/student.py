@@ -24,6 +24,7 @@ import nbformat
 __all__ = [
     "MARKERS",
     "find_notebooks",
+    "hidden_test_lines",
     "leaked_solution_lines",
     "nbgrader_meta",
     "record_source_cells",
@@ -98,32 +99,40 @@ def record_source_cells(instructor: nbformat.NotebookNode, db_url: str, assignme
                                         "db_url": db_url}}, save_cells=True)
 
 
-def _lines_by_region(nb: nbformat.NotebookNode) -> Iterator[tuple[str, bool]]:
-    """Each non-marker line of ``nb`` (stripped), and whether it sits between solution or
-    hidden-test markers."""
+def _lines_by_region(nb: nbformat.NotebookNode) -> Iterator[tuple[str, str | None]]:
+    """Each non-marker line of ``nb`` (stripped), and the region it sits in: ``"solution"``,
+    ``"hidden"`` (between hidden-test markers) or None."""
     for cell in nb.cells:
-        inside = False
+        region = None
         for line in cell.source.splitlines():
             stripped = line.strip()
             if stripped in (SOLUTION_BEGIN, HIDDEN_BEGIN):
-                inside = True
+                region = "solution" if stripped == SOLUTION_BEGIN else "hidden"
             elif stripped in (SOLUTION_END, HIDDEN_END):
-                inside = False
+                region = None
             else:
-                yield stripped, inside
+                yield stripped, region
 
 
 def solution_lines(instructor: nbformat.NotebookNode) -> list[str]:
     """The non-blank lines between solution markers and hidden-test markers (what a student
     edition must not contain)."""
-    return [line for line, inside in _lines_by_region(instructor) if inside and line]
+    return [line for line, region in _lines_by_region(instructor) if region and line]
+
+
+def hidden_test_lines(instructor: nbformat.NotebookNode) -> list[str]:
+    """The non-blank lines between hidden-test markers that occur nowhere else in the notebook
+    (what feedback handed back must not contain)."""
+    outside = {line for line, region in _lines_by_region(instructor) if region != "hidden"}
+    return [line for line, region in _lines_by_region(instructor)
+            if region == "hidden" and line and line not in outside]
 
 
 def leaked_solution_lines(instructor: nbformat.NotebookNode,
                           student: nbformat.NotebookNode) -> list[str]:
     """Solution or hidden-test lines of ``instructor`` that still appear in ``student``'s
     code cells (lines that occur elsewhere in the instructor notebook too are not counted)."""
-    outside = {line for line, inside in _lines_by_region(instructor) if not inside}
+    outside = {line for line, region in _lines_by_region(instructor) if not region}
     student_lines = {line.strip() for c in student.cells for line in c.source.splitlines()}
     return [line for line in solution_lines(instructor)
             if line in student_lines and line not in outside]
