@@ -3,6 +3,10 @@
 Each check gives one line; a failed check says what to do. The same report shows in the first
 notebook. The doctor reads files, headers and versions and asks a configured server for its
 model list (a few seconds at most); it does not load model weights or download anything.
+
+On Google Colab the checks of JupyterLab and its widget extension do not apply (Colab shows the
+notebooks and their widgets in its own front end): they print ``[n/a]`` and count neither way.
+On a CUDA GPU the report names the GPU, its free memory and the dtype models load in.
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from course.settings import CourseSettingError, active_model, hub_offline
+from course.settings import CourseSettingError, active_model, hub_offline, on_colab
 
 LIBRARIES = [
     "torch", "transformers", "smolagents", "langgraph", "langchain-core",
-    "langchain-huggingface", "jupyterlab", "ipywidgets", "nbclient", "gguf", "tiktoken",
+    "langchain-huggingface", "ipywidgets", "nbclient", "gguf", "tiktoken",
 ]
 WIDGETS_EXTENSION = Path("share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager")
+SUPPORTED_PYTHONS = ">=3.11,<3.14"  # pyproject's requires-python, when the package metadata is absent
+NOT_ON_COLAB = "does not apply on Colab, which shows the notebooks and widgets in its own front end"
 
 
 @dataclass(frozen=True)
@@ -33,18 +39,41 @@ class Check:
     ok: bool
     detail: str
     optional: bool = False
+    applies: bool = True  # False: a check this platform has no use for (``[n/a]``, not counted)
 
     @property
     def status(self) -> str:
+        """``ok``, ``warn`` (optional, failed), ``FAIL`` or ``n/a`` (does not apply here)."""
+        if not self.applies:
+            return "n/a"
         return "ok" if self.ok else "warn" if self.optional else "FAIL"
 
     def line(self) -> str:
         return f"[{self.status}] {self.name}: {self.detail}"
 
 
+def supported_pythons() -> str:
+    """The Python versions the workbook supports: the installed package's ``Requires-Python``."""
+    try:
+        return importlib.metadata.metadata("agents-workbook")["Requires-Python"] or SUPPORTED_PYTHONS
+    except importlib.metadata.PackageNotFoundError:
+        return SUPPORTED_PYTHONS
+
+
 def _python() -> Check:
-    ok = sys.version_info[:2] == (3, 11)
-    return Check("python", ok, sys.version.split()[0] + ("" if ok else " (the workbook pins 3.11)"))
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    version = sys.version.split()[0]
+    try:
+        wanted = SpecifierSet(supported_pythons())
+    except InvalidSpecifier:
+        wanted = SpecifierSet(SUPPORTED_PYTHONS)
+    if wanted.contains(version, prereleases=True):
+        return Check("python", True, version)
+    minors = [f"3.{m}" for m in range(8, 30) if wanted.contains(f"3.{m}.0")]
+    listed = ", ".join(minors[:-1]) + f" and {minors[-1]}" if len(minors) > 1 else "".join(minors)
+    return Check("python", False, f"{version} (the workbook supports Python {listed}). Fix: "
+                 "make a venv with one of them (`make lab` finds one, or PYTHON=python3.12).")
 
 
 def _libraries() -> Check:
@@ -55,8 +84,40 @@ def _libraries() -> Check:
         except importlib.metadata.PackageNotFoundError:
             missing.append(name)
     if missing:
-        return Check("libraries", False, f"missing {', '.join(missing)}. Fix: run `make install`.")
+        return Check("libraries", False, f"missing {', '.join(missing)}. Fix: run `make install` "
+                     "(or `pip install <the workbook>`).")
     return Check("libraries", True, "; ".join(found))
+
+
+def _jupyterlab() -> Check:
+    if on_colab():
+        return Check("JupyterLab", True, NOT_ON_COLAB, applies=False)
+    try:
+        return Check("JupyterLab", True, importlib.metadata.version("jupyterlab"))
+    except importlib.metadata.PackageNotFoundError:
+        return Check("JupyterLab", False, "not installed, so the notebooks cannot be opened here. "
+                     "Fix: run `make install` (or `pip install \"<the workbook>[lab]\"`).")
+
+
+def _gpu() -> Check:
+    from course.models import gpu_info, placement
+
+    try:
+        where = placement()
+    except CourseSettingError as err:
+        return Check("GPU", False, str(err))
+    if where.device == "cuda":
+        gpu = gpu_info()
+        if gpu is not None:
+            return Check("GPU", True, str(gpu))
+    if where.device == "cpu" and on_colab():
+        return Check("GPU", False, "this Colab runtime has no GPU: the bundled model runs on the "
+                     "CPU, the notes' models need one. Fix: Runtime > Change runtime type > T4 GPU.",
+                     optional=True)
+    import torch
+
+    seen = "not used" if torch.cuda.is_available() else "no CUDA GPU here"
+    return Check("GPU", True, f"{seen}: models load on the {where.device} in {where.dtype}")
 
 
 def _model() -> Check:
@@ -145,6 +206,8 @@ def _qwen() -> Check:
 
 
 def _widgets() -> Check:
+    if on_colab():
+        return Check("widgets extension", True, NOT_ON_COLAB, applies=False)
     candidates = [Path(sys.prefix) / WIDGETS_EXTENSION, Path(sys.base_prefix) / WIDGETS_EXTENSION]
     for path in candidates:
         if (path / "package.json").is_file():
@@ -155,7 +218,8 @@ def _widgets() -> Check:
 
 def run_checks() -> list[Check]:
     """Run every check, in the order the report prints them."""
-    return [_python(), _libraries(), _model(), _roles(), _offline(), _gpt2(), _qwen(), _widgets()]
+    return [_python(), _libraries(), _jupyterlab(), _model(), _roles(), _gpu(), _offline(),
+            _gpt2(), _qwen(), _widgets()]
 
 
 def report() -> bool:
@@ -163,10 +227,14 @@ def report() -> bool:
     checks = run_checks()
     for check in checks:
         print(check.line())
-    failed = [c for c in checks if not c.ok and not c.optional]
-    warned = [c for c in checks if not c.ok and c.optional]
-    required = [c for c in checks if not c.optional]
+    counted = [c for c in checks if c.applies]
+    failed = [c for c in counted if not c.ok and not c.optional]
+    warned = [c for c in counted if not c.ok and c.optional]
+    required = [c for c in counted if not c.optional]
+    skipped = [c for c in checks if not c.applies]
     print(f"{len(required) - len(failed)} of {len(required)} checks passed"
           + ("" if not failed else f"; fix: {', '.join(c.name for c in failed)}")
-          + ("" if not warned else f"; optional, missing: {', '.join(c.name for c in warned)}"))
+          + ("" if not warned else f"; optional, missing: {', '.join(c.name for c in warned)}")
+          + ("" if not skipped else f"; not applicable on Colab: "
+                                    f"{', '.join(c.name for c in skipped)}"))
     return not failed

@@ -9,10 +9,12 @@ setting's model when it can be loaded here, else the bundled one; :func:`probe_n
 which. Everything loaded in the kernel shares one copy of the weights (:func:`load_local_model`);
 the pipeline, the LangChain model and the smolagents model all wrap those very tensors.
 
-Loading picks the device and dtype from ``COURSE_DEVICE`` (GPU: bf16/fp16 with
-``device_map="auto"``; CPU: fp32) and first estimates the weights' memory from the config,
-refusing with :class:`~course.settings.CourseSettingError` when it cannot fit. Server models get
-a request timeout and bounded retries; token counting for a server never downloads anything.
+Loading picks the device and dtype from ``COURSE_DEVICE`` (CUDA: bf16 where the GPU has it
+natively, fp16 on older GPUs such as Colab's T4, with ``device_map="auto"``; CPU: fp32) and
+first estimates the weights' memory from the config against the free memory of the GPU(s) or
+the RAM, refusing with :class:`~course.settings.CourseSettingError` when it cannot fit. Server
+models get a request timeout and bounded retries; token counting for a server never downloads
+anything.
 A bad setting fails fast with a ``CourseSettingError`` naming ``COURSE_MODEL`` and the fix.
 
 What this module does not do: pick generation settings for a lesson (each chapter passes its
@@ -39,8 +41,9 @@ from course.settings import (
 )
 
 __all__ = [
-    "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
-    "chat_model", "check_fits", "describe_models", "estimate_weight_bytes", "load_local_model",
+    "GpuInfo", "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
+    "chat_model", "check_fits", "cuda_dtype", "describe_models", "estimate_weight_bytes",
+    "gpu_info", "load_local_model",
     "notes_tokenizer", "placement", "probe_model", "probe_note", "served_model_name",
     "server_models", "smolagents_model", "text_generation_pipeline", "transformers_source",
 ]
@@ -121,8 +124,63 @@ class Placement:
         return f"{self.device}, {self.dtype}"
 
 
+def cuda_dtype() -> str:
+    """The half-precision dtype the current CUDA GPU computes in natively.
+
+    ``bfloat16`` from compute capability 8.0 (A100, L4, H100), ``float16`` below it (a T4 is 7.5).
+    torch's ``is_bf16_supported()`` also says True where bf16 is only *emulated* (a T4 runs it,
+    slowly, and without fp16's tensor cores), so it is asked without emulation.
+    """
+    import torch
+
+    try:
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # a torch (or a stand-in) without the emulation argument
+        native = torch.cuda.is_bf16_supported()
+    return "bfloat16" if native else "float16"
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """The CUDA GPU(s) this kernel sees: what the doctor reports and the memory guard reads."""
+
+    name: str
+    capability: tuple[int, int]
+    count: int
+    free_bytes: int
+    total_bytes: int
+    dtype: str
+
+    @property
+    def label(self) -> str:
+        """``Tesla T4``, or ``2 x Tesla T4`` when there are several."""
+        return self.name if self.count == 1 else f"{self.count} x {self.name}"
+
+    def __str__(self) -> str:
+        major, minor = self.capability
+        why = "" if self.dtype == "bfloat16" else " (no native bf16 below compute capability 8.0)"
+        return (f"{self.label}, compute capability {major}.{minor}, {_gb(self.free_bytes)} free "
+                f"of {_gb(self.total_bytes)}; models load in {self.dtype}{why}")
+
+
+def gpu_info() -> GpuInfo | None:
+    """The CUDA GPUs torch sees (name, capability, free and total memory, dtype), else None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    count = torch.cuda.device_count()
+    free = total = 0
+    for index in range(count):
+        device_free, device_total = torch.cuda.mem_get_info(index)
+        free, total = free + device_free, total + device_total
+    return GpuInfo(torch.cuda.get_device_name(0), tuple(torch.cuda.get_device_capability(0)),
+                   count, free, total, cuda_dtype())
+
+
 def placement(device: str | None = None) -> Placement:
-    """The device and dtype for ``COURSE_DEVICE`` (or ``device``): GPU half precision, CPU fp32."""
+    """The device and dtype for ``COURSE_DEVICE`` (or ``device``): on CUDA bf16 where the GPU has
+    it natively, else fp16 (:func:`cuda_dtype`); Apple GPU fp16; CPU fp32."""
     import torch
 
     wanted = device or device_setting()
@@ -136,8 +194,7 @@ def placement(device: str | None = None) -> Placement:
                 f"{DEVICE_SETTING}=cuda, but torch sees no CUDA GPU here. Fix: use a GPU runtime "
                 f"(Colab: Runtime > Change runtime type > GPU), or set {DEVICE_SETTING}=auto."
             )
-        dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-        return Placement("cuda", dtype, "auto")
+        return Placement("cuda", cuda_dtype(), "auto")
     if wanted == "mps":
         if not has_mps:
             raise CourseSettingError(
@@ -163,16 +220,16 @@ def estimate_weight_bytes(source: str, dtype: str = "float32") -> tuple[int, int
     return params, params * BYTES_PER_DTYPE.get(dtype, 4)
 
 
-def _free_bytes(where: Placement) -> tuple[int, str]:
-    """What the device has free now, and a word saying what was measured."""
-    import torch
-
+def _free_bytes(where: Placement) -> tuple[int, str, str]:
+    """What the device has free now (``device_map="auto"`` spreads a model over every GPU, so
+    on CUDA the free memory of all of them), what holds it, and what was measured."""
     if where.device == "cuda":
-        free = sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
-        return free, "free GPU memory"
+        gpu = gpu_info()
+        if gpu is not None:
+            return gpu.free_bytes, f"the GPU ({gpu.label})", "free memory"
     import psutil
 
-    return psutil.virtual_memory().available, "available RAM"
+    return psutil.virtual_memory().available, f"this {where.device}", "available RAM"
 
 
 def _gb(n: float) -> str:
@@ -182,14 +239,18 @@ def _gb(n: float) -> str:
 def check_fits(source: str, where: Placement, label: str) -> int:
     """Refuse, before any weight is read, a model whose weights cannot fit; returns the estimate."""
     params, needed = estimate_weight_bytes(source, where.dtype)
-    free, what = _free_bytes(where)
+    free, holder, what = _free_bytes(where)
     if needed * MEMORY_HEADROOM > free:
+        bigger = ("a GPU with more memory (on Colab: Runtime > Change runtime type > A100 or L4; "
+                  "or restart the runtime if another model holds the GPU)"
+                  if where.device == "cuda" else
+                  "a GPU runtime (on Colab: Runtime > Change runtime type > GPU)")
         raise CourseSettingError(
             f"{MODEL_SETTING}={label!r}: {params / 1e9:.2f} B parameters in {where.dtype} need "
-            f"about {_gb(needed)} for the weights alone, but this {where.device} has "
-            f"{_gb(free)} {what}. Nothing was loaded. Fix: a GPU runtime (on Colab: Runtime > "
-            "Change runtime type > GPU), a smaller model (Qwen/Qwen2-0.5B-Instruct), or serve "
-            f"the model elsewhere and set {MODEL_SETTING}=http://HOST:PORT/v1."
+            f"about {_gb(needed)} for the weights alone, but {holder} has {_gb(free)} {what}. "
+            f"Nothing was loaded. Fix: {bigger}, a smaller model "
+            "(Qwen/Qwen2-0.5B-Instruct), or serve the model elsewhere and set "
+            f"{MODEL_SETTING}=http://HOST:PORT/v1."
         )
     return needed
 
@@ -523,6 +584,7 @@ class ModelsReport:
     server_models: list[str] = field(default_factory=list)
     served_model: str | None = None
     problem: str | None = None
+    gpu: GpuInfo | None = None
 
     @property
     def ok(self) -> bool:
@@ -532,6 +594,8 @@ class ModelsReport:
     def __str__(self) -> str:
         lines = [f"agent model: {self.agent}", f"probe model: {self.probe}",
                  f"device: {self.device}, dtype: {self.dtype}"]
+        if self.gpu is not None:
+            lines.append(f"gpu: {self.gpu}")
         if self.server:
             if self.server_answers:
                 listed = ", ".join(self.server_models) or "(none)"
@@ -555,7 +619,8 @@ def describe_models() -> ModelsReport:
     except CourseSettingError as err:
         return ModelsReport(choice.describe(), "-", "-", "-", problem=str(err))
     probe = probe_note().removeprefix("probe model: ")
-    report = ModelsReport(choice.describe(), probe, where.device, where.dtype)
+    report = ModelsReport(choice.describe(), probe, where.device, where.dtype,
+                          gpu=gpu_info() if where.device == "cuda" else None)
     if choice.kind != "server":
         return report
     report.server = choice.value

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "BUNDLED", "DEVICE_SETTING", "MODEL_SETTING", "CourseSettingError", "ModelChoice",
-    "active_model", "apply_offline_default", "device_setting", "hub_offline",
+    "active_model", "apply_offline_default", "device_setting", "hub_offline", "on_colab",
     "parse_model_setting", "use_model",
 ]
 
@@ -152,6 +152,19 @@ def device_setting() -> str:
             f"{', '.join(DEVICES)}, or unset it (auto: a GPU when there is one, else the CPU)."
         )
     return raw
+
+
+def on_colab() -> bool:
+    """True inside a Google Colab runtime (its ``google.colab`` package is importable).
+
+    Colab runs the notebooks in its own front end: no JupyterLab, no lab widget extension.
+    """
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("google.colab") is not None
+    except (ImportError, ValueError):  # no ``google`` package at all, or a broken one
+        return False
 
 
 def apply_offline_default() -> None:

@@ -18,11 +18,12 @@ from typing import Any
 import ipywidgets as w
 
 from course.guards.confirmation import ApprovalAudit, ApprovalDecision, decide, pending_request
+from widgets import Displayed
 
 __all__ = ["ApprovalPanel"]
 
 
-class ApprovalPanel(w.VBox):
+class ApprovalPanel(Displayed, w.VBox):
     """A panel for one graph thread: the pending call and three buttons that resume it."""
 
     def __init__(self, graph: Any, config: dict, approver: str = "human:notebook") -> None:

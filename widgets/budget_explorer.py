@@ -23,11 +23,12 @@ from typing import Any
 import ipywidgets as w
 
 from course.loop.agent_loop import LoopRun, StopRules
+from widgets import Displayed
 
 __all__ = ["BudgetExplorer"]
 
 
-class BudgetExplorer(w.VBox):
+class BudgetExplorer(Displayed, w.VBox):
     """Sliders for the stop rules of a run; shows where the run stops, why, and the tokens."""
 
     def __init__(

@@ -29,6 +29,7 @@ import ipywidgets as w
 from course.agents.evaluation import check_trajectory
 from course.agents.traces import Run, TraceError, load_run
 from course.drawing import figure_png
+from widgets import Displayed
 
 __all__ = ["TraceStepper", "highlight_code"]
 
@@ -64,7 +65,7 @@ def _f(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-class TraceStepper(w.VBox):
+class TraceStepper(Displayed, w.VBox):
     """Previous/next/slider over the steps of a trace; works for any trace, recorded or live."""
 
     def __init__(self, trace: Run | str | Path, flags: list | None = None, plot: bool = True,
@@ -188,11 +189,9 @@ class TraceStepper(w.VBox):
         self.previous_button.disabled = self._step <= 1
         self.next_button.disabled = self._step >= self.n_steps
 
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):
-            bundle["text/plain"] = self.step_text()
-        return bundle
+    def display_text(self) -> str:
+        """What a front end without widgets shows: the current step as text."""
+        return self.step_text()
 
     def __repr__(self) -> str:
         return f"TraceStepper({self.run.title!r}, step {self._step} of {self.n_steps})"

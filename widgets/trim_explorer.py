@@ -34,6 +34,7 @@ from course.trimming.examples import (
     worked_example_messages,
 )
 from course.trimming.rules import TrimReport, refused_options, trim_and_explain
+from widgets import Displayed
 
 __all__ = ["GPT2", "MODEL", "OWN", "TOY", "TrimExplorer", "default_counters"]
 
@@ -48,7 +49,7 @@ def default_counters() -> dict[str, Callable[[], Any]]:
     return {TOY: worked_example_counter, GPT2: Gpt2FallbackCounter, MODEL: ModelTokenCounter}
 
 
-class TrimExplorer(w.VBox):
+class TrimExplorer(Displayed, w.VBox):
     """Controls for ``trim_messages`` above the self-rendering table of kept/dropped messages."""
 
     def __init__(
