@@ -32,8 +32,6 @@ from typing import Any
 from course.agents.traces import Run
 
 __all__ = [
-    "CHECKS",
-    "RELEVANCE_CUES",
     "Flag",
     "RunComparison",
     "SourceFacts",
@@ -42,10 +40,8 @@ __all__ = [
     "facts_in",
     "merged_contradictions",
     "relevant_tool_never_called",
-    "relevant_tools",
     "run_instruction_ignored",
     "script_runs",
-    "sources_in",
 ]
 
 RELEVANCE_CUES: dict[str, tuple[str, ...]] = {

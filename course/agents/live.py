@@ -46,8 +46,7 @@ from course.settings import active_model
 from course.tools.adapters import smolagents_door
 from course.tools.constrained import PrefixCache, StopWhenReply
 
-__all__ = ["BOUNDED_MAX_NEW_TOKENS", "FULL_RUN_STEPS", "NOTE_TASKS", "SMALL_MODEL_PARAMETERS", "LivePlan",
-           "LiveRun", "choice_label", "first_code_block_end", "live_plan", "run_live"]
+__all__ = ["LivePlan", "LiveRun", "choice_label", "first_code_block_end", "live_plan", "run_live"]
 
 NOTE_TASKS = {"weather": "weather_note", "bond": "bond_note", "debug": "debug_note"}
 """The three tasks, by the recording that holds their task text, tools and additional_args."""

@@ -45,7 +45,8 @@ from typing import Any, ClassVar
 
 from smolagents import Tool
 
-__all__ = ["CORPUS_PATH", "IMAGE_TOOL_NAMES", "BM25WebSearchTool", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage", "load_corpus", "make_tools", "query_words"]
+__all__ = ["BM25WebSearchTool", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage",
+           "load_corpus", "make_tools"]
 
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "data" / "search_corpus.json"
 STOP_WORDS = frozenset(

@@ -41,8 +41,7 @@ from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
 from course.tools.adapters import smolagents_door
 
-__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "render_agent_prompt",
-           "replay_run"]
+__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "replay_run"]
 
 
 class ReplayExhausted(RuntimeError):

@@ -34,11 +34,9 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from course.drawing import safe_text
 from course.tools.calls import ToolCall
 
-__all__ = [
-    "FIGURE_LABELS", "OUTPUT_LABELS", "RECORDINGS_DIR", "Run", "TraceError", "TraceStep",
-    "content_text", "file_fields", "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents",
-    "save_run", "split_thought_and_code", "tool_calls_in_code",
-]
+__all__ = ["RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "file_fields",
+           "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents", "save_run",
+           "split_thought_and_code", "tool_calls_in_code"]
 
 FIGURE_LABELS = ("measured", "recorded", "derived", "reconstructed", "scripted")
 """Where a step's token figures come from (the course's provenance words)."""

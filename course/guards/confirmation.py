@@ -55,7 +55,6 @@ __all__ = [
     "ApprovalAudit",
     "ApprovalDecision",
     "ApprovalRequest",
-    "ApprovalState",
     "ScriptedApprover",
     "ScriptedPlanModel",
     "build_approval_graph",

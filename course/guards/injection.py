@@ -75,8 +75,6 @@ from course.tools.protocol import json_calls
 from course.tools.registry import ToolResult, ToolStatus
 
 __all__ = [
-    "SYSTEM_PROMPT",
-    "USER_REQUEST",
     "InjectionOutcome",
     "InjectionReport",
     "LiveModelAgent",

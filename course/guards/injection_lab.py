@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from course.guards.injection_payloads import Payload
 from course.tools.registry import ToolError, ToolRegistry, ToolStatus
 
-__all__ = ["ALLOWED_HOSTS", "SESSION_TOOLS", "SIDE_EFFECT_TOOLS", "Lab", "as_data"]
+__all__ = ["ALLOWED_HOSTS", "SIDE_EFFECT_TOOLS", "Lab", "as_data"]
 
 ALLOWED_HOSTS = ("docs.example.com", "intranet.example.com")
 SESSION_TOOLS = ["fetch_page", "read_document", "read_email", "send_email", "post_message"]

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 
 from course.tools.calls import ToolCall
 
-__all__ = ["ATTACKER", "EXFIL", "Payload", "payloads"]
+__all__ = ["ATTACKER", "Payload", "payloads"]
 
 ATTACKER = "attacker@evil.example.net"
 EXFIL = "https://evil.example.net/collect"

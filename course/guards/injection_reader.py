@@ -26,7 +26,7 @@ from course.guards.injection_payloads import Payload
 from course.tools.calls import ToolCall
 from course.tools.protocol import json_calls
 
-__all__ = ["KNOWN_TOOLS", "LiteralReader", "Reading", "read_instructions"]
+__all__ = ["LiteralReader", "Reading", "read_instructions"]
 
 #: The tools the literal reader knows (from the session's tool list) and their parameters.
 KNOWN_TOOLS: dict[str, tuple[str, ...]] = {

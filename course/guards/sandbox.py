@@ -39,8 +39,6 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = [
-    "DEFAULT_MEMORY_MB",
-    "DEFAULT_TIMEOUT_S",
     "EscapeAttempt",
     "EscapeReport",
     "EscapeResult",

@@ -52,9 +52,6 @@ from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolError, ToolRegistry
 
 __all__ = [
-    "ALL_TOOLS",
-    "COORDINATOR",
-    "INSTRUCTIONS",
     "SPECIALIST_TOOLS",
     "CoordinatedPlan",
     "Coordinator",
@@ -65,14 +62,9 @@ __all__ = [
     "Task",
     "Warehouse",
     "build_warehouse_graph",
-    "check_consistency",
     "load_systems",
-    "main",
-    "make_specialists",
     "monolithic_prompt",
     "prompt_sizes",
-    "registry_for",
-    "warehouse_gateway",
 ]
 
 DATA_PACKAGE = "course.data"

@@ -34,7 +34,7 @@ from course.loop.agent_loop import (
 )
 from course.loop.budget_guard import LibraryRun
 
-__all__ = ["BudgetState", "build_budget_graph", "loop_diagram", "run_langgraph_with_budget"]
+__all__ = ["build_budget_graph", "loop_diagram", "run_langgraph_with_budget"]
 
 
 class BudgetState(TypedDict, total=False):

@@ -27,11 +27,8 @@ from course.loop.agent_loop import LoopRun, LoopState, StepDecision, StopRules, 
 from course.loop.pipelines import batched_replies
 from course.tools.calls import ToolCall
 
-__all__ = [
-    "QUESTIONS", "BudgetRow", "BudgetTable", "ToolDecision", "ToolDecisionTable",
-    "ToolSensitivity", "WeatherSearchPolicy", "compare_search_tools", "success_within_budget",
-    "tool_decisions",
-]
+__all__ = ["BudgetRow", "BudgetTable", "ToolDecision", "ToolDecisionTable", "ToolSensitivity",
+           "WeatherSearchPolicy", "compare_search_tools", "success_within_budget", "tool_decisions"]
 
 # --------------------------------------------------------------------------------------------
 # 1. knowing what you do not know

@@ -120,9 +120,8 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
-__all__ = ["AGENT_INSTRUCTIONS", "DEPARTMENTS", "EXPECTED", "TICKET", "Attempt", "ChatModelPolicy",
-           "Comparison", "agent_chat", "batched_replies", "classify_prompt",
-           "compare", "label_scores", "outputs_seen", "parse_department", "run_agent", "run_pipeline"]
+__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "agent_chat",
+           "batched_replies", "compare", "outputs_seen", "parse_department"]
 
 _CALL = re.compile(r"route_to\s*\(\s*(?:department\s*=\s*)?[\"']?(\w+)", re.I)
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.I | re.S)

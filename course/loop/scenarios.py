@@ -19,7 +19,7 @@ from course.loop.agent_loop import LoopRun, ScriptedModel, StepDecision, StopRul
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolRegistry
 
-__all__ = ["decisions_from_trace", "recorded_tools", "replay_recorded_run", "stuck_search_model"]
+__all__ = ["recorded_tools", "replay_recorded_run", "stuck_search_model"]
 
 
 def stuck_search_model() -> Any:

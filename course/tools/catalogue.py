@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ACTIONS", "LABELLED_REQUESTS", "OBJECTS", "CatalogueTool", "ToolRetriever", "build_catalogue", "recall_at_k", "tokenize"]
+__all__ = ["LABELLED_REQUESTS", "CatalogueTool", "ToolRetriever", "build_catalogue", "recall_at_k",
+           "tokenize"]
 
 OBJECTS: dict[str, str] = {
     "customer": "client buyer account holder contact person company",

@@ -34,8 +34,8 @@ from typing import Any
 
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
-__all__ = ["MAX_DIGIT_TOKENS", "MAX_STRING_TOKENS", "PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor",
-           "common_prefix_length", "constrained_call", "sample_replies"]
+__all__ = ["PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor", "common_prefix_length",
+           "constrained_call", "sample_replies"]
 
 MAX_STRING_TOKENS = 8
 MAX_DIGIT_TOKENS = 4

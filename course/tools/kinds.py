@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlparse
 
 from course.tools.registry import ToolError, ToolRegistry
 
-__all__ = ["PAGES", "RATES", "SHELL_COMMANDS", "RatesService", "tool_kinds_registry"]
+__all__ = ["RatesService", "tool_kinds_registry"]
 
 RATES = {("EUR", "USD"): "1.0842", ("EUR", "GBP"): "0.8551", ("USD", "JPY"): "151.20"}
 SHELL_COMMANDS = {"date": ["date", "-u", "+%Y-%m-%d"], "uptime": ["uptime"],

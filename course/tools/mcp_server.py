@@ -27,7 +27,8 @@ from mcp.server.mcpserver import MCPServer
 from course.tools.registry import ToolError
 from course.tools.sales import sales_summary
 
-__all__ = ["CUSTOMERS", "ORDERS", "connect", "find_customers", "langchain_tools", "order_status", "request_refund", "sales_report", "server"]
+__all__ = ["connect", "find_customers", "langchain_tools", "order_status", "request_refund",
+           "sales_report", "server"]
 
 server = MCPServer("shop-facade", instructions="Coarse business actions of a small coffee shop.")
 

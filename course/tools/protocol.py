@@ -27,11 +27,9 @@ from typing import Any
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolError, ToolRegistry
 
-__all__ = [
-    "CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "TOOL_SYSTEM_TEMPLATE", "ParsedOutput", "call_text",
-    "json_calls", "parse_model_output", "render_tool_prompt", "template_renders_tools",
-    "tool_list_text", "tool_prompt_messages", "validity",
-]
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "ParsedOutput", "call_text", "json_calls",
+           "parse_model_output", "render_tool_prompt", "template_renders_tools", "tool_list_text",
+           "tool_prompt_messages", "validity"]
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 

@@ -32,7 +32,7 @@ from course.tools.calls import ToolCall
 from course.tools.constrained import PrefixCache, constrained_call
 from course.tools.protocol import CHAT_ROLES, call_text, parse_model_output, render_tool_prompt
 
-__all__ = ["LocalToolCallingChat", "to_chat_dicts"]
+__all__ = ["LocalToolCallingChat"]
 
 
 def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:

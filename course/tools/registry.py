@@ -35,10 +35,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "DEFAULT_MAX_ARGUMENT_CHARS", "REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry",
-    "ToolResult", "ToolSpec", "ToolStatus", "as_registry", "schema_from_function",
-]
+__all__ = ["REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry", "ToolResult", "ToolSpec",
+           "ToolStatus", "as_registry"]
 
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000

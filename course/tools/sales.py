@@ -23,7 +23,7 @@ from typing import Literal
 
 from course.tools.registry import ToolError, ToolStatus
 
-__all__ = ["CENT", "Sale", "categories", "load_sales", "numbers_backed_by_tool", "sales_summary"]
+__all__ = ["Sale", "categories", "load_sales", "numbers_backed_by_tool", "sales_summary"]
 
 CENT = Decimal("0.01")
 

@@ -30,9 +30,7 @@ from langgraph.graph.message import add_messages
 
 from course.tools.registry import ToolError, ToolRegistry
 
-__all__ = [
-    "SlotState", "invalid_slots", "keyword_extractor", "missing_slots", "slot_filling_graph",
-]
+__all__ = ["invalid_slots", "keyword_extractor", "missing_slots", "slot_filling_graph"]
 
 Extractor = Callable[[str, dict[str, Any]], dict[str, Any]]
 
