@@ -47,26 +47,34 @@ doctor: assets
 
 # make lab: the STUDENT edition in $(STUDENT_DIR) (git-ignored; generated on first use, a
 # notebook the student changed is never overwritten, see course/workspace.py);
-# make lab-instructor: the instructor edition in notebooks/. Each lab reads its own settings
-# from lab/<edition>/ (news pop-up off, nbgrader's instructor panels only for the instructor)
-# and keeps its state in a folder of its own, never in the user's global JupyterLab settings.
+# make lab-instructor (= make nbgrader-formgrader): the instructor edition, served from the
+# nbgrader course folder $(NBGRADER_COURSE) (git-ignored), where each chapter is a link to
+# $(INSTRUCTOR_DIR)/<chapter>.ipynb (an edit in the lab is an edit there) and Formgrader finds
+# nbgrader_config.py, the gradebook and the assignments. Every lab starts the same way
+# (start-lab): from the folder it serves, the venv's commands on PATH (nbgrader runs
+# `alembic`), its own settings from lab/<edition>/ (news pop-up off, nbgrader's instructor panels
+# only for the instructor), its state in $(LAB_STATE)/<edition>/ (never the user's global
+# JupyterLab settings), LAB_TOKEN (empty: Jupyter makes one and prints the URL) and LAB_ARGS.
 LAB_ARGS ?=
+LAB_TOKEN ?=
 STUDENT_DIR ?= student
 INSTRUCTOR_DIR ?= notebooks
 LAB_STATE ?= .lab-state
-LAB = HF_HUB_OFFLINE=1 $(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT)
-lab-settings = --LabApp.app_settings_dir=lab/$(1) \
-	--LabApp.user_settings_dir=$(LAB_STATE)/$(1)/user-settings \
-	--LabApp.workspaces_dir=$(LAB_STATE)/$(1)/workspaces
+# $(call start-lab,<edition>,<folder served>,<notebook opened>)
+start-lab = cd $(2) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
+	$(CURDIR)/$(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) --ServerApp.root_dir=. \
+	--LabApp.app_settings_dir=$(CURDIR)/lab/$(1) \
+	--LabApp.user_settings_dir=$(abspath $(LAB_STATE))/$(1)/user-settings \
+	--LabApp.workspaces_dir=$(abspath $(LAB_STATE))/$(1)/workspaces \
+	$(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN)) $(LAB_ARGS) $(3)
 
 lab: assets
 	$(PY) -m course.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) sync
-	$(LAB) --ServerApp.root_dir=$(STUDENT_DIR) $(call lab-settings,student) $(LAB_ARGS) \
-		$(STUDENT_DIR)/00_start_here.ipynb
+	$(call start-lab,student,$(STUDENT_DIR),00_start_here.ipynb)
 
 lab-instructor: assets
-	$(LAB) --ServerApp.root_dir=$(INSTRUCTOR_DIR) $(call lab-settings,instructor) $(LAB_ARGS) \
-		$(INSTRUCTOR_DIR)/00_start_here.ipynb
+	$(nbgrader-course)
+	$(call start-lab,instructor,$(NBGRADER_COURSE),00_start_here.ipynb)
 
 # Start one chapter of the student edition over (a dated copy goes to $(STUDENT_DIR)/backups/).
 restore: install
@@ -114,13 +122,20 @@ grade: assets sandbox
 # $(NBGRADER_COURSE)/submitted/<student>/<chapter>/<chapter>.ipynb.
 NBGRADER_COURSE ?= release/nbgrader
 NBGRADER := PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(CURDIR)/$(VENV)/bin/nbgrader
-CHAPTERS = $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
+CHAPTERS = $(basename $(notdir $(wildcard $(INSTRUCTOR_DIR)/[0-9]*.ipynb)))
+# The course folder: the template's config, and each chapter linked (not copied) as
+# source/<chapter>/<chapter>.ipynb for nbgrader and as <chapter>.ipynb for the instructor lab.
+define nbgrader-course
+mkdir -p $(NBGRADER_COURSE) && cp nbgrader/nbgrader_config.py $(NBGRADER_COURSE)/
+for ch in $(CHAPTERS); do mkdir -p $(NBGRADER_COURSE)/source/$$ch \
+	&& ln -sfn $(abspath $(INSTRUCTOR_DIR))/$$ch.ipynb $(NBGRADER_COURSE)/source/$$ch/$$ch.ipynb \
+	&& ln -sfn $(abspath $(INSTRUCTOR_DIR))/$$ch.ipynb $(NBGRADER_COURSE)/$$ch.ipynb || exit 1; done
+endef
 
 nbgrader-assign: assets
-	mkdir -p $(NBGRADER_COURSE) && cp nbgrader/nbgrader_config.py $(NBGRADER_COURSE)/
+	$(nbgrader-course)
 	for ch in $(CHAPTERS); do \
-		mkdir -p $(NBGRADER_COURSE)/source/$$ch && cp notebooks/$$ch.ipynb $(NBGRADER_COURSE)/source/$$ch/ \
-		&& (cd $(NBGRADER_COURSE) && $(NBGRADER) generate_assignment $$ch --force) || exit 1; done
+		(cd $(NBGRADER_COURSE) && $(NBGRADER) generate_assignment $$ch --force) || exit 1; done
 
 nbgrader-autograde: assets
 	cd $(NBGRADER_COURSE) && for ch in $(CHAPTERS); do \
@@ -129,9 +144,8 @@ nbgrader-autograde: assets
 nbgrader-export: install
 	cd $(NBGRADER_COURSE) && $(NBGRADER) export --to grades.csv && echo "scores in $(NBGRADER_COURSE)/grades.csv"
 
-nbgrader-formgrader: assets
-	cd $(NBGRADER_COURSE) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
-		$(CURDIR)/$(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) --ServerApp.root_dir=.
+# Formgrader is in the instructor lab (Nbgrader > Formgrader): the same lab.
+nbgrader-formgrader: lab-instructor
 
 # The workbook as a static website (book/build.py): the instructor edition executed, rendered by
 # Sphinx + myst-nb into build/book/html (open build/book/html/index.html).
