@@ -3,7 +3,8 @@
 Each test runs the Makefile's own target (its set-up is already done by `make test`; `-o` keeps
 make from redoing it), with a token and without a browser, so what is tested is what the README
 tells a student and an instructor to run. The student's folder is a temporary one
-(`STUDENT_DIR=...`), and so is each lab's state (`LAB_STATE=...`).
+(`STUDENT_DIR=...`), and so are the instructor's course folder (`NBGRADER_COURSE=...`) and each
+lab's state (`LAB_STATE=...`).
 """
 
 import json
@@ -44,6 +45,7 @@ class MakeLab:
         args = f"--no-browser --ServerApp.ip=127.0.0.1 --IdentityProvider.token={self.token}"
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
         self.log = tmp_path / f"{target}.log"
+        variables.setdefault("NBGRADER_COURSE", str(tmp_path / "course"))  # instructor's folder
         extra = [f"{k}={v}" for k, v in variables.items()]
         self.server = subprocess.Popen(
             ["make", "-s", *SKIP_SETUP, target, f"LAB_PORT={self.port}", f"LAB_ARGS={args}",
