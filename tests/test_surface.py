@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["course.memory", "course.trimming"]
+PACKAGES = ["course.tools", "course.agents", "course.loop", "course.guards", "course.memory",
+            "course.trimming"]
 
 
 def _sources() -> dict[str, str]:
@@ -25,10 +26,9 @@ def _sources() -> dict[str, str]:
     return found
 
 
-def _used_from(package: str) -> dict[str, set[str]]:
-    """Names imported from ``package`` or its modules by code outside it -> where."""
+def _imports_from(package: str):
+    """``(where, module, alias)`` for each ``from package[.module] import name`` outside it."""
     folder = package.replace(".", "/") + "/"
-    used: dict[str, set[str]] = {}
     for where, source in _sources().items():
         if where.startswith(folder):
             continue
@@ -36,7 +36,14 @@ def _used_from(package: str) -> dict[str, set[str]]:
             if isinstance(node, ast.ImportFrom) and node.module and (
                     node.module == package or node.module.startswith(package + ".")):
                 for alias in node.names:
-                    used.setdefault(alias.name, set()).add(where)
+                    yield where, node.module, alias
+
+
+def _used_from(package: str) -> dict[str, set[str]]:
+    """Names imported from ``package`` or its modules by code outside it -> where."""
+    used: dict[str, set[str]] = {}
+    for where, _, alias in _imports_from(package):
+        used.setdefault(alias.name, set()).add(where)
     return used
 
 
@@ -59,3 +66,15 @@ def test_each_export_is_its_modules_own_object(package):
         if home and home.startswith(package + "."):
             assert getattr(importlib.import_module(home), name) is value, name
         assert name in dir(module)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_what_users_take_from_a_module_is_what_the_package_exports(package):
+    """``from course.tools.registry import ToolRegistry`` and ``from course.tools import
+    ToolRegistry`` give one object (a name imported under another name, ``as ...``, may be
+    another module's: the MCP client's ``langchain_tools`` is not the registry's)."""
+    exported = importlib.import_module(package)
+    for where, module, alias in _imports_from(package):
+        if module != package and alias.asname in (None, alias.name):
+            theirs = getattr(importlib.import_module(module), alias.name)
+            assert getattr(exported, alias.name) is theirs, (where, module, alias.name)

@@ -5,4 +5,37 @@
 - :mod:`.replay`: a recorded run replayed through the real smolagents ``CodeAgent``.
 - :mod:`.evaluation`: trajectory checks that flag what a final answer hides; runs side by side.
 - :mod:`.live`: the three tasks run live with the active agent model (measured).
+
+What notebook 02 and the later chapters use is importable from this package (``from course.agents
+import load_run, replay_run``); each name is imported from its module the first time it is asked
+for, so importing one module does not load the others (smolagents, the live model).
 """
+
+from importlib import import_module
+
+#: What notebooks 02-03, chapters 03 and 05 and the trace stepper use, by the defining module.
+_EXPORTS = {
+    "traces": ("RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "load_run",
+               "prompt_tokens_figure", "run_from_smolagents", "save_run"),
+    "offline_tools": ("BM25WebSearchTool", "OfflineWebSearchTool", "make_tools"),
+    "replay": ("ReplayModel", "local_tokenizer", "replay_run"),
+    "evaluation": ("RunComparison", "check_trajectory", "script_runs"),
+    "live": ("choice_label", "live_plan", "run_live"),
+}
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    """``course.agents.<name>`` for an exported name: imported from its module when first used."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

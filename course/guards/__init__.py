@@ -14,20 +14,24 @@
   escape suite.
 
 Imports go one way: warehouse and injection build on confirmation; confirmation knows neither.
-What notebook 04 uses of the injection lab is importable from this package (``from course.guards
-import payloads, run_suite``); each name is imported from its module the first time it is asked for, so
-importing one module of the chapter (the sandbox's child process imports only
-:mod:`.sandbox`) does not load the others.
+What notebook 04 and the approval panel use is importable from this package (``from course.guards
+import build_warehouse_graph, decide, run_suite``); each name is imported from its module the
+first time it is asked for, so importing one module of the chapter (the sandbox's child process
+imports only :mod:`.sandbox`) does not load the others.
 """
 
 from importlib import import_module
 
-#: What notebook 04 uses of the injection lab, by the module that defines it.
+#: What notebook 04 and the approval panel use, by the module that defines it.
 _EXPORTS = {
+    "confirmation": ("ApprovalAudit", "ApprovalDecision", "ApprovalRequest", "ScriptedApprover",
+                     "decide", "pending_request", "run_with_approver"),
+    "warehouse": ("Coordinator", "build_warehouse_graph", "prompt_sizes"),
     "injection_payloads": ("Payload", "payloads"),
     "injection_lab": ("ALLOWED_HOSTS", "Lab", "as_data"),
     "injection_reader": ("read_instructions",),
     "injection": ("LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
+    "sandbox": ("run_escape_suite", "run_sandboxed"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -7,4 +7,44 @@
 - :mod:`.failures`: the failure table, one runnable demonstration per row.
 - :mod:`.reliability`: reliability multiplies over steps, and what recovery buys.
 - :mod:`.pipelines`: when not to use an agent: a pipeline and an agent on one task, measured.
+
+What notebook 03 and the budget explorer use is importable from this package (``from course.loop
+import StopRules, run_loop``); each name is imported from its module the first time it is asked
+for, so importing one module does not load the others.
 """
+
+from importlib import import_module
+
+#: What notebook 03 and the budget explorer use, by the module that defines it.
+_EXPORTS = {
+    "agent_loop": ("IdealBondTrajectory", "LoopRun", "StepDecision", "StopReason", "StopRules",
+                   "run_loop"),
+    "budget_guard": ("budgeted_code_agent", "run_smolagents_with_budget", "scripted_code_model"),
+    "budget_graph": ("build_budget_graph", "loop_diagram", "run_langgraph_with_budget"),
+    "scenarios": ("replay_recorded_run", "stuck_search_model"),
+    "failures": ("ConversionAgent", "demo_cost", "demo_error_accumulation",
+                 "demo_fabricated_results", "demo_looping", "demo_prompt_injection",
+                 "demo_silent_side_effects", "demo_wrong_arguments", "exchange_rate", "multiply",
+                 "reference_rate"),
+    "reliability": ("chain_success", "chain_success_with_recovery", "plot_success_curves",
+                    "simulate_chain"),
+    "limitations": ("compare_search_tools", "success_within_budget", "tool_decisions"),
+    "pipelines": ("TICKET", "agent_chat", "compare", "outputs_seen"),
+}
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    """``course.loop.<name>`` for an exported name: imported from its module when first used."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

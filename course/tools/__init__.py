@@ -19,4 +19,51 @@
 - :mod:`.tool_count`: tool-choice accuracy vs the number of tools shown, measured.
 - :mod:`.sales`: the tool as the source of truth (a deterministic sales tool).
 - :mod:`.mcp_server`: a small MCP server of coarse business actions, and its client.
+
+What notebook 01 and the later chapters use is importable from this package (``from course.tools
+import ToolRegistry, ToolGateway``); each name is imported from its module the first time it is
+asked for, so importing one module (``python -m course.tools.mcp_server``, the server's own
+process) does not load the others. ``langchain_tools`` here is the registry's
+(:mod:`.adapters`); the MCP client's is ``course.tools.mcp_server.langchain_tools``.
 """
+
+from importlib import import_module
+
+#: What notebook 01, chapters 02-06 and the widgets use, by the module that defines it.
+_EXPORTS = {
+    "calls": ("ToolCall",),
+    "examples": ("get_weather",),
+    "registry": ("ToolError", "ToolRegistry", "ToolResult", "ToolStatus", "as_registry"),
+    "gateway": ("Policy", "ToolGateway"),
+    "adapters": ("langchain_tool", "langchain_tools", "smolagents_door", "tool_message"),
+    "protocol": ("CHAT_ROLES", "json_calls", "parse_model_output", "render_tool_prompt",
+                 "template_renders_tools", "tool_list_text", "tool_prompt_messages", "validity"),
+    "constrained": ("PrefixCache", "StopWhenReply", "common_prefix_length", "constrained_call",
+                    "sample_replies"),
+    "protocol_chat": ("LocalToolCallingChat",),
+    "graph": ("react_graph", "transcript"),
+    "kinds": ("RatesService", "tool_kinds_registry"),
+    "slots": ("slot_filling_graph",),
+    "empty_result": ("replies_after_results",),
+    "catalogue": ("LABELLED_REQUESTS", "ToolRetriever", "build_catalogue", "recall_at_k"),
+    "tool_count": ("LAST_FULL_RUN", "ToolCountCurve", "measure_tool_count"),
+    "sales": ("numbers_backed_by_tool", "sales_summary"),
+    "mcp_server": ("connect",),
+}
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    """``course.tools.<name>`` for an exported name: imported from its module when first used."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
