@@ -125,7 +125,7 @@ def _model() -> Check:
         choice = active_model()
     except CourseSettingError as err:
         return Check("model", False, str(err))
-    if choice.kind == "bundled":
+    if choice.is_bundled:
         from course.assets import (
             AssetError,
             bundled_gguf_path,
@@ -150,7 +150,7 @@ def _model() -> Check:
     try:
         from course.models import served_model_name, transformers_source
 
-        if choice.kind == "server":
+        if not choice.in_kernel:
             name = served_model_name(choice)
             return Check("model", True, f"{choice.describe()} (serves {name})")
         return Check("model", True, f"{choice.describe()} from {transformers_source(choice)}")

@@ -41,11 +41,12 @@ from course.settings import (
 )
 
 __all__ = [
-    "GpuInfo", "LocalModel", "ModelsReport", "Placement", "agent_is_local", "agent_tokenizer",
-    "chat_model", "check_fits", "cuda_dtype", "describe_models", "estimate_weight_bytes",
-    "gpu_info", "load_local_model",
-    "notes_tokenizer", "placement", "probe_model", "probe_note", "served_model_name",
-    "server_models", "smolagents_model", "text_generation_pipeline", "transformers_source",
+    "SMALL_MODEL_PARAMETERS", "GpuInfo", "LocalModel", "ModelsReport", "Placement",
+    "agent_is_local", "agent_is_small", "agent_tokenizer", "chat_model", "check_fits",
+    "cuda_dtype", "describe_models", "estimate_weight_bytes", "gpu_info", "load_local_model",
+    "notes_tokenizer", "placement", "probe_chat_model", "probe_model", "probe_note",
+    "served_model_name", "server_models", "short_name", "smolagents_model",
+    "text_generation_pipeline", "transformers_source",
 ]
 
 SERVER_TIMEOUT_S = 3.0  # GET /models: a server that is up answers at once
@@ -56,6 +57,13 @@ CHAT_MAX_NEW_TOKENS = 48  # a chat reply, local or served, unless the chapter as
 AGENT_MAX_NEW_TOKENS = 256  # one agent step
 MEMORY_HEADROOM = 1.15  # weights plus activations and the allocator's slack
 BYTES_PER_DTYPE = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def short_name(choice: ModelChoice) -> str:
+    """The model's folder or id name, e.g. ``SmolLM2-135M-Instruct`` (nothing is loaded)."""
+    if choice.is_bundled:
+        return "SmolLM2-135M-Instruct"
+    return choice.value.rstrip("/").rsplit("/", 1)[-1]
 
 
 @dataclass
@@ -76,9 +84,7 @@ class LocalModel:
     @property
     def short_name(self) -> str:
         """The model's folder or id name, e.g. ``SmolLM2-135M-Instruct``."""
-        if self.choice.kind == "bundled":
-            return "SmolLM2-135M-Instruct"
-        return self.choice.value.rstrip("/").rsplit("/", 1)[-1]
+        return short_name(self.choice)
 
     def render_chat(self, messages: list[dict], add_generation_prompt: bool = True, **kw) -> str:
         """The exact text the model receives for ``messages`` (the chat template applied)."""
@@ -330,12 +336,33 @@ def load_local_model(choice: ModelChoice | None = None) -> LocalModel:
 
 def agent_is_local() -> bool:
     """True when the agent model runs in this kernel (not an OpenAI-compatible server)."""
-    return active_model().kind != "server"
+    return active_model().in_kernel
+
+
+SMALL_MODEL_PARAMETERS = 1_000_000_000
+"""Below this size a model cannot act as a code agent (chapter 02 gives it a short bounded run)."""
+
+
+def agent_is_small(choice: ModelChoice | None = None) -> tuple[bool, str]:
+    """Whether the agent model has under a billion parameters, and what it is, in words.
+
+    Bundled: yes. A server: by the served model's name (a server does not report its size).
+    In the kernel: the loaded model's parameter count.
+    """
+    choice = choice or active_model()
+    if choice.is_bundled:
+        return True, "the bundled SmolLM2-135M model"
+    if not choice.in_kernel:
+        name = served_model_name(choice)
+        small = "smollm2" in name.lower() or name.rstrip("/").endswith("smollm2-135m-instruct")
+        return small, f"the served model {name}"
+    params = load_local_model(choice).model.num_parameters()
+    return params < SMALL_MODEL_PARAMETERS, f"{choice.value} ({params / 1e6:.0f}M parameters)"
 
 
 def _probe_choice() -> ModelChoice:
     choice = active_model()
-    return ModelChoice("bundled", BUNDLED) if choice.kind == "server" else choice
+    return choice if choice.in_kernel else ModelChoice("bundled", BUNDLED)
 
 
 def probe_model() -> LocalModel:
@@ -346,25 +373,27 @@ def probe_model() -> LocalModel:
 def probe_note() -> str:
     """One line saying which model a probing cell reads, and what the agent model is."""
     choice = active_model()
-    if choice.kind == "server":
+    if not choice.in_kernel:
         served = f" (model {choice.served_model})" if choice.served_model else ""
         return ("probe model: SmolLM2-135M-Instruct (bundled); the agent model is a server at "
                 f"{choice.value}{served}")
-    probe = "SmolLM2-135M-Instruct (bundled)" if choice.kind == "bundled" else choice.value
+    probe = "SmolLM2-135M-Instruct (bundled)" if choice.is_bundled else choice.value
     return f"probe model: {probe}, the same model as the agent model, loaded in this kernel"
 
 
 def text_generation_pipeline(
-    return_full_text: bool = False, max_new_tokens: int = CHAT_MAX_NEW_TOKENS, **generate_kwargs: Any
+    return_full_text: bool = False, max_new_tokens: int = CHAT_MAX_NEW_TOKENS, *,
+    local: LocalModel | None = None, **generate_kwargs: Any
 ):
-    """A transformers ``text-generation`` pipeline over the probe model, greedy by default.
+    """A transformers ``text-generation`` pipeline over ``local`` (default: the probe model),
+    greedy by default.
 
     ``return_full_text`` defaults to False here because only the model's answer belongs in the
     conversation store; the trimming chapter passes True on purpose to show the bug.
     """
     from transformers import pipeline
 
-    local = probe_model()
+    local = local or probe_model()
     generate_kwargs.setdefault("do_sample", False)
     return pipeline(
         "text-generation",
@@ -407,9 +436,18 @@ def server_models(choice: ModelChoice, timeout: float = SERVER_TIMEOUT_S) -> lis
 
 
 def served_model_name(choice: ModelChoice) -> str:
-    """The served model name: from the setting, or the first one ``GET /models`` lists."""
+    """The served model name: from the setting, or the first one ``GET /models`` lists.
+
+    Asked once per server setting in a kernel: the chat model, its token counter and the
+    smolagents model share the answer (a failed look-up is not kept, so it is asked again).
+    """
     if choice.served_model:
         return choice.served_model
+    return _first_served_model(choice)
+
+
+@lru_cache(maxsize=8)
+def _first_served_model(choice: ModelChoice) -> str:
     ids = server_models(choice)
     if not ids:
         raise _server_error(choice, "the server lists no models")
@@ -424,16 +462,26 @@ def _request_timeout() -> float:
         return REQUEST_TIMEOUT_S
 
 
-def agent_tokenizer() -> tuple[Any, str]:
+@lru_cache(maxsize=4)
+def _tokenizer_alone(source: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source)
+
+
+def agent_tokenizer(choice: ModelChoice | None = None) -> tuple[Any, str]:
     """The tokenizer that counts the agent model's tokens, and a label saying which it is.
 
-    Kernel models: their own. A server: the served model's own tokenizer when its name is a
-    hub id in the local cache or a local path (no download), else the probe model's, labelled.
+    Kernel models: their own (the bundled one is read alone, without its weights, so a replay
+    can count before any model is loaded). A server: the served model's own tokenizer when its
+    name is a hub id in the local cache or a local path (no download), else the probe model's,
+    labelled.
     """
-    choice = active_model()
-    if choice.kind != "server":
-        local = load_local_model()
-        return local.tokenizer, f"{local.short_name} tokenizer (the agent model's own)"
+    choice = choice or active_model()
+    if choice.in_kernel:
+        tokenizer = (_tokenizer_alone(transformers_source(choice)) if choice.is_bundled
+                     else load_local_model(choice).tokenizer)
+        return tokenizer, f"{short_name(choice)} tokenizer (the agent model's own)"
     name = served_model_name(choice)
     try:
         from transformers import AutoTokenizer
@@ -463,43 +511,73 @@ def _served_chat_openai():
     return ServedChatOpenAI
 
 
-def chat_model(pipeline: Any | None = None, *, max_new_tokens: int | None = None, **kwargs: Any):
-    """The agent model as a LangChain chat model.
+def _chat_huggingface(local: LocalModel, pipe: Any, **kwargs: Any):
+    """``ChatHuggingFace`` over a ``text-generation`` pipeline on ``local`` (its own tensors)."""
+    from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
 
-    Kernel models: ``ChatHuggingFace`` over ``pipeline`` (default: :func:`text_generation_pipeline`
-    with ``max_new_tokens``). Servers: ``ChatOpenAI`` pointed at the URL, with the same reply
-    length (``max_new_tokens``, else the given pipeline's), a request timeout, bounded retries
-    and a token counter that never downloads (``token_counter_label`` says what it counts with).
+    llm = HuggingFacePipeline(pipeline=pipe, model_id=local.source)
+    return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source, **kwargs)
+
+
+def _sampling(temperature: float | None, top_p: float | None) -> dict[str, Any]:
+    """transformers' generation arguments: greedy unless a temperature above 0 is asked for."""
+    if not temperature:
+        return {"do_sample": False}
+    return {"do_sample": True, "temperature": temperature,
+            **({"top_p": top_p} if top_p is not None else {})}
+
+
+def chat_model(pipeline: Any | None = None, *, max_new_tokens: int | None = None,
+               temperature: float | None = None, top_p: float | None = None,
+               choice: ModelChoice | None = None, **kwargs: Any):
+    """The agent model as a LangChain chat model: the one builder of every chapter's chat model.
+
+    ``max_new_tokens`` caps a reply (default 48); ``temperature`` (default: greedy) and ``top_p``
+    sample. Kernel models: ``ChatHuggingFace`` over a :func:`text_generation_pipeline` with those
+    settings, or over ``pipeline`` when one is given. Servers: ``ChatOpenAI`` pointed at the URL
+    with the same reply length (``max_new_tokens``, else the given pipeline's) and sampling, a
+    request timeout, bounded retries and a token counter that never downloads
+    (``token_counter_label`` says what it counts with). ``choice`` defaults to the setting.
     """
-    choice = active_model()
-    if choice.kind == "server":
-        name = served_model_name(choice)
+    choice = choice or active_model()
+    if not choice.in_kernel:
         if max_new_tokens is None and pipeline is not None:
             max_new_tokens = getattr(pipeline, "_generate_kwargs", {}).get("max_new_tokens")
+        if top_p is not None:
+            kwargs.setdefault("top_p", top_p)
         cls = _served_chat_openai()
         chat = cls(
             base_url=choice.value,
-            model=name,
+            model=served_model_name(choice),
             api_key=kwargs.pop("api_key", "not-needed"),
-            temperature=kwargs.pop("temperature", 0),
+            temperature=temperature or 0,
             max_tokens=kwargs.pop("max_tokens", max_new_tokens or CHAT_MAX_NEW_TOKENS),
             timeout=kwargs.pop("timeout", _request_timeout()),
             max_retries=kwargs.pop("max_retries", REQUEST_RETRIES),
             **kwargs,
         )
         if chat.custom_get_token_ids is None:
-            tokenizer, label = agent_tokenizer()
+            tokenizer, label = agent_tokenizer(choice)
             chat.custom_get_token_ids = lambda text: tokenizer.encode(
                 text, add_special_tokens=False)
             chat.token_counter_label = label
         return chat
-    from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
-
-    local = load_local_model()
     pipe = pipeline if pipeline is not None else text_generation_pipeline(
-        max_new_tokens=max_new_tokens or CHAT_MAX_NEW_TOKENS)
-    llm = HuggingFacePipeline(pipeline=pipe, model_id=local.source)
-    return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source, **kwargs)
+        max_new_tokens=max_new_tokens or CHAT_MAX_NEW_TOKENS, local=load_local_model(choice),
+        **_sampling(temperature, top_p))
+    return _chat_huggingface(load_local_model(choice), pipe, **kwargs)
+
+
+def probe_chat_model(*, return_full_text: bool = False,
+                     max_new_tokens: int = CHAT_MAX_NEW_TOKENS):
+    """The probe model as ``ChatHuggingFace`` over a greedy pipeline (always in this kernel).
+
+    For the cells about the pipeline itself: ``return_full_text=True`` is the trimming chapter's
+    bug 1, which only a transformers pipeline can show.
+    """
+    pipe = text_generation_pipeline(return_full_text=return_full_text,
+                                    max_new_tokens=max_new_tokens)
+    return _chat_huggingface(probe_model(), pipe)
 
 
 @lru_cache(maxsize=1)
@@ -529,11 +607,11 @@ def _shared_transformers_model_class():
     return SharedTransformersModel
 
 
-def smolagents_model(**kwargs: Any):
+def smolagents_model(choice: ModelChoice | None = None, **kwargs: Any):
     """The agent model for smolagents: ``OpenAIServerModel`` for a server, else a
     ``TransformersModel`` over the kernel's loaded model (the same tensors, no second copy)."""
-    choice = active_model()
-    if choice.kind == "server":
+    choice = choice or active_model()
+    if not choice.in_kernel:
         from smolagents import OpenAIServerModel
 
         client_kwargs = {"timeout": _request_timeout(), "max_retries": REQUEST_RETRIES,
@@ -549,7 +627,7 @@ def smolagents_model(**kwargs: Any):
             **kwargs,
         )
     kwargs.setdefault("max_new_tokens", AGENT_MAX_NEW_TOKENS)
-    return _shared_transformers_model_class()(load_local_model(), **kwargs)
+    return _shared_transformers_model_class()(load_local_model(choice), **kwargs)
 
 
 # --- tokenizers and the report -----------------------------------------------------------------
@@ -560,11 +638,11 @@ def notes_tokenizer() -> tuple[Any, str]:
 
     Falls back to the probe model's tokenizer, labelled so, when the Qwen asset is not prepared.
     """
-    try:
-        from course.assets import qwen_tokenizer
+    from course.assets import AssetError, qwen_tokenizer
 
+    try:
         return qwen_tokenizer(), "Qwen3 tokenizer"
-    except Exception as err:  # AssetError, or an older course.assets without it
+    except AssetError as err:
         probe = probe_model()
         reason = str(err).split(". ")[0][:120] or type(err).__name__
         return probe.tokenizer, (f"{probe.short_name} tokenizer (the Qwen3 tokenizer asset is "
@@ -621,7 +699,7 @@ def describe_models() -> ModelsReport:
     probe = probe_note().removeprefix("probe model: ")
     report = ModelsReport(choice.describe(), probe, where.device, where.dtype,
                           gpu=gpu_info() if where.device == "cuda" else None)
-    if choice.kind != "server":
+    if choice.in_kernel:
         return report
     report.server = choice.value
     try:

@@ -52,9 +52,31 @@ class ModelChoice:
     served_model: str | None = None  # for ``server``: the model name to request
 
     @property
-    def needs_network(self) -> bool:
-        """True when loading this choice may reach the network (a hub id or a server)."""
-        return self.kind in ("hub", "server")
+    def in_kernel(self) -> bool:
+        """True when the model runs in this kernel (bundled, a hub id or a local path)."""
+        return self.kind != "server"
+
+    @property
+    def is_bundled(self) -> bool:
+        """True for the bundled SmolLM2-135M-Instruct."""
+        return self.kind == "bundled"
+
+    @property
+    def local_path(self) -> str | None:
+        """The folder of a local transformers model, else None."""
+        return self.value if self.kind == "path" else None
+
+    @property
+    def setting(self) -> str:
+        """The ``COURSE_MODEL`` value that selects this choice again (for a child process)."""
+        if self.kind == "server" and self.served_model:
+            return f"{self.value}#{self.served_model}"
+        return self.value
+
+    @property
+    def label(self) -> str:
+        """The model as a reader recognises it, in one short phrase."""
+        return "SmolLM2-135M-Instruct (bundled)" if self.is_bundled else self.describe()
 
     def describe(self) -> str:
         """One line saying which model this is and where it comes from."""
@@ -138,9 +160,21 @@ def parse_model_setting(value: object) -> ModelChoice:
     raise CourseSettingError(f"{MODEL_SETTING}={_shown(raw)} is not understood. {_FIX}")
 
 
+_parsed: tuple[str | None, ModelChoice] | None = None  # the setting's value and its one parse
+
+
 def active_model() -> ModelChoice:
-    """The model the workbook uses now, from ``COURSE_MODEL``."""
-    return parse_model_setting(os.environ.get(MODEL_SETTING))
+    """The model the workbook uses now, from ``COURSE_MODEL``: parsed once per value.
+
+    The environment variable stays the record (a kernel's child processes inherit it); the
+    parsed :class:`ModelChoice` is kept beside it, so the factories of :mod:`course.models` do
+    not parse the text, nor probe the file system, again on every call.
+    """
+    global _parsed
+    raw = os.environ.get(MODEL_SETTING)
+    if _parsed is None or _parsed[0] != raw:
+        _parsed = (raw, parse_model_setting(raw))
+    return _parsed[1]
 
 
 def device_setting() -> str:
@@ -198,10 +232,10 @@ def use_model(value: object = None, *, online: bool | None = None) -> ModelChoic
     kernel; ``use_model()`` goes back to the bundled model. Models already loaded stay loaded;
     the factories in :mod:`course.models` load the new choice on their next call.
     """
+    global _parsed
     choice = parse_model_setting(value)
-    os.environ[MODEL_SETTING] = choice.value if choice.kind != "server" else (
-        choice.value + (f"#{choice.served_model}" if choice.served_model else "")
-    )
+    os.environ[MODEL_SETTING] = choice.setting
+    _parsed = (choice.setting, choice)
     if online is not None:
         flag = "0" if online else "1"
         os.environ["HF_HUB_OFFLINE"] = flag

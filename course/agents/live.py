@@ -73,32 +73,12 @@ class LivePlan:
     first_block: bool = False
 
 
-SMALL_MODEL_PARAMETERS = 1_000_000_000
-"""Below this size a model cannot act as a code agent: it gets a short bounded run."""
-
-
-def _is_small_model() -> tuple[bool, str]:
-    """Whether the agent model is under a billion parameters, and what it is."""
-    choice = active_model()
-    if choice.kind == "bundled":
-        return True, "the bundled SmolLM2-135M model"
-    if choice.kind == "server":
-        from course.models import server_models
-
-        name = choice.served_model or next(iter(server_models(choice)), "")
-        small = "smollm2" in name.lower() or name.rstrip("/").endswith("smollm2-135m-instruct")
-        return small, f"the served model {name}"
-    from course.models import load_local_model
-
-    local = load_local_model()
-    params = local.model.num_parameters()
-    return params < SMALL_MODEL_PARAMETERS, f"{choice.value} ({params / 1e6:.0f}M parameters)"
-
-
 def live_plan() -> LivePlan:
     """A short bounded run for a model under a billion parameters, full runs otherwise."""
-    small, what = _is_small_model()
-    if small and active_model().kind == "server":  # the server decides when a call ends
+    from course.models import agent_is_small
+
+    small, what = agent_is_small()
+    if small and not active_model().in_kernel:  # the server decides when a call ends
         return LivePlan(1, BOUNDED_MAX_NEW_TOKENS, f"short bounded run: {what}, one model call "
                                                    f"per task of at most {BOUNDED_MAX_NEW_TOKENS} new tokens")
     if small:
@@ -165,8 +145,7 @@ class LiveRun:
 
 def choice_label() -> str:
     """The active agent model, as a reader recognises it."""
-    choice = active_model()
-    return "SmolLM2-135M-Instruct (bundled)" if choice.kind == "bundled" else choice.describe()
+    return active_model().label
 
 
 def _stop_after(limit: int):
@@ -249,7 +228,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
     recording = load_run(RECORDINGS_DIR / f"{NOTE_TASKS[name]}.json")
     if model is None:
         model = smolagents_model(max_new_tokens=plan.max_new_tokens)
-        if active_model().kind != "server":
+        if active_model().in_kernel:
             model = _reusing_prefix(model, plan)
     cached_before = getattr(model, "cached_tokens", 0)
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,

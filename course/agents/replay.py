@@ -24,7 +24,6 @@ reports as a generation error in that step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from smolagents import CodeAgent, Model, Tool
@@ -48,25 +47,10 @@ class ReplayExhausted(RuntimeError):
     """The agent asked for another model output than the recording holds."""
 
 
-@lru_cache(maxsize=1)
-def _bundled_tokenizer():
-    from transformers import AutoTokenizer
-
-    from course.assets import bundled_model_dir
-
-    return AutoTokenizer.from_pretrained(bundled_model_dir(progress=False))
-
-
 def local_tokenizer():
-    """The agent model's tokenizer (the bundled one is loaded alone, without the weights).
-
-    For a server, :func:`course.models.agent_tokenizer` gives the served model's own tokenizer
-    when it is available offline, else the probe model's (its label says which).
-    """
-    from course.settings import active_model
-
-    if active_model().kind == "bundled":
-        return _bundled_tokenizer()
+    """The agent model's tokenizer (:func:`course.models.agent_tokenizer`: the bundled one is
+    read alone, without the weights; a server's own when it is available offline, else the
+    probe model's)."""
     from course.models import agent_tokenizer
 
     return agent_tokenizer()[0]

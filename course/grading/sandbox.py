@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from course.settings import MODEL_SETTING, active_model
+
 __all__ = [
     "SandboxUnavailable",
     "SubmissionRefused",
@@ -148,9 +150,9 @@ def readable_paths() -> list[Path]:
     project = Path(course.__file__).resolve().parents[1]
     paths = [Path(sys.base_prefix), Path(sys.prefix), project / "course", project / "widgets",
              course_cache_dir(), hub_cache_dir()]
-    model = os.environ.get("COURSE_MODEL", "")
-    if model.startswith("/") and Path(model).exists():
-        paths.append(Path(model))
+    model = active_model()  # a setting that cannot work stops the grader here, named
+    if model.local_path:
+        paths.append(Path(model.local_path))
     return [p.resolve() for p in paths if p.exists()]
 
 
@@ -225,6 +227,7 @@ def kernel_env(workdir: Path) -> dict[str, str]:
            "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib",
            "XDG_CACHE_HOME": "/tmp/cache", "COURSE_CACHE": str(course_cache_dir()),
            "HF_HUB_CACHE": str(hub_cache_dir()), "OMP_NUM_THREADS": "1"}
-    if os.environ.get("COURSE_MODEL"):
-        env["COURSE_MODEL"] = os.environ["COURSE_MODEL"]
+    model = active_model()
+    if not model.is_bundled:
+        env[MODEL_SETTING] = model.setting
     return env

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from course.loop.agent_loop import LoopState, StepDecision, StopRules, run_loop
-from course.models import agent_is_local, agent_tokenizer, chat_model, text_generation_pipeline
+from course.models import agent_tokenizer, chat_model
 from course.tools.calls import ToolCall
 from course.tools.constrained import PrefixCache
 
@@ -146,11 +146,10 @@ def batched_replies(chat: Any, conversations: Sequence[Sequence[Any]]) -> list[s
 
 
 def agent_chat(max_new_tokens: int = 16, sample: bool = True, temperature: float = 0.7) -> Any:
-    """The agent model as a LangChain chat model with this comparison's sampling settings."""
-    if agent_is_local():
-        extra = {"do_sample": True, "temperature": temperature, "top_p": 0.95} if sample else {}
-        return chat_model(pipeline=text_generation_pipeline(max_new_tokens=max_new_tokens, **extra))
-    return chat_model(max_tokens=max_new_tokens, temperature=temperature if sample else 0)
+    """The agent model (:func:`course.models.chat_model`) with this comparison's sampling settings."""
+    if not sample:
+        return chat_model(max_new_tokens=max_new_tokens)
+    return chat_model(max_new_tokens=max_new_tokens, temperature=temperature, top_p=0.95)
 
 
 class ChatModelPolicy:

@@ -32,7 +32,6 @@ from course.trimming.examples import (
 )
 from course.trimming.graph import (
     TurnRuns,
-    agent_chat_model,
     converse,
     note_prompt_reconstruction,
     pipeline_chat_model,
@@ -54,7 +53,6 @@ __all__ = [
     "ToyCounter",
     "TrimReport",
     "TurnRuns",
-    "agent_chat_model",
     "build_facts_graph",
     "build_summary_graph",
     "converse",

@@ -37,7 +37,6 @@ __all__ = [
     "Conversation",
     "TurnRecord",
     "TurnRuns",
-    "agent_chat_model",
     "build_trimming_graph",
     "converse",
     "note_prompt_reconstruction",
@@ -47,32 +46,14 @@ __all__ = [
 
 
 def pipeline_chat_model(*, return_full_text: bool, max_new_tokens: int):
-    """``ChatHuggingFace`` over a greedy ``text-generation`` pipeline on the in-kernel model.
+    """``ChatHuggingFace`` over a greedy ``text-generation`` pipeline on the in-kernel model
+    (:func:`course.models.probe_chat_model`).
 
     ``return_full_text=True`` is bug 1 (the original notebook never set it).
     """
-    from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
+    from course.models import probe_chat_model
 
-    from course.models import probe_model, text_generation_pipeline
-
-    local = probe_model()
-    pipe = text_generation_pipeline(return_full_text=return_full_text,
-                                    max_new_tokens=max_new_tokens)
-    llm = HuggingFacePipeline(pipeline=pipe, model_id=local.source)
-    return ChatHuggingFace(llm=llm, tokenizer=local.tokenizer, model_id=local.source)
-
-
-def agent_chat_model(*, max_new_tokens: int):
-    """The agent model (``course.models.chat_model()``) with replies capped at ``max_new_tokens``.
-
-    In the kernel: over a greedy pipeline that returns only the answer; a server: ``max_tokens``.
-    """
-    from course.models import agent_is_local, chat_model, text_generation_pipeline
-
-    if agent_is_local():
-        return chat_model(pipeline=text_generation_pipeline(return_full_text=False,
-                                                            max_new_tokens=max_new_tokens))
-    return chat_model(max_tokens=max_new_tokens)
+    return probe_chat_model(return_full_text=return_full_text, max_new_tokens=max_new_tokens)
 
 
 def note_prompt_reconstruction(tokenizer: Any, language: str = "English",
