@@ -121,9 +121,10 @@ def solution_lines(instructor: nbformat.NotebookNode) -> list[str]:
 
 
 def hidden_test_lines(instructor: nbformat.NotebookNode) -> list[str]:
-    """The non-blank lines between hidden-test markers that occur nowhere else in the notebook
-    (what feedback handed back must not contain)."""
-    outside = {line for line, region in _lines_by_region(instructor) if region != "hidden"}
+    """The non-blank lines between hidden-test markers that occur nowhere else in the notebook,
+    not even inside another line (what feedback handed back must not contain)."""
+    outside = "\n".join(line for line, region in _lines_by_region(instructor)
+                         if region != "hidden")
     return [line for line, region in _lines_by_region(instructor)
             if region == "hidden" and line and line not in outside]
 

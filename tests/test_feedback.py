@@ -1,0 +1,81 @@
+"""Feedback a student keeps holds no hidden test, for every chapter (issue 25, item 3).
+
+One nbgrader course with every chapter assigned, one student's submission of each (the
+instructor's answers, except chapter 03's exercise 2 fitted to the visible assert only, so a
+hidden assert fails and its traceback would quote it): autograded once (each chapter executes
+once in this file), then
+
+- nbgrader's own ``generate_feedback`` (the course template's chain, ``HideHiddenTests``
+  included): no HTML page holds a line between the hidden-test markers of its chapter;
+- the class grader's hand-back (``course.grading.feedback.without_hidden_tests``, what
+  ``make grade --feedback`` writes, see tests/test_grading.py for the whole grader) applied to
+  the same executed notebooks: none either, while the autograded notebooks themselves do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from fixtures.make_fixtures import fill
+from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _nbgrader, _solutions
+
+from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+STUDENT = "alice"
+
+
+def _instructor(chapter: str) -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    import shutil
+
+    course = tmp_path_factory.mktemp("nbgrader-feedback")
+    shutil.copy(ROOT / "nbgrader" / "nbgrader_config.py", course / "nbgrader_config.py")
+    for chapter in CHAPTERS:
+        (course / "source" / chapter).mkdir(parents=True)
+        shutil.copy(ROOT / "notebooks" / f"{chapter}.ipynb", course / "source" / chapter)
+        _nbgrader(course, "generate_assignment", chapter, "--force")
+        release = nbformat.read(course / "release" / chapter / f"{chapter}.ipynb", as_version=4)
+        answers = _solutions(_instructor(chapter))
+        if chapter == "03_agent_loop":
+            answers["ex2-solution"] = FITTED_TO_THE_VISIBLE_ASSERT
+        folder = course / "submitted" / STUDENT / chapter
+        folder.mkdir(parents=True)
+        nbformat.write(fill(release, answers), folder / f"{chapter}.ipynb")
+    for chapter in CHAPTERS:
+        _nbgrader(course, "autograde", chapter, "--force")
+        _nbgrader(course, "generate_feedback", chapter, "--force")
+    return course
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_nbgrader_feedback_holds_no_hidden_test(course, chapter):
+    pages = sorted((course / "feedback" / STUDENT / chapter).glob("*.html"))
+    assert [p.name for p in pages] == [f"{chapter}.html"]
+    assert leaked_hidden_tests(_instructor(chapter), course / "feedback" / STUDENT / chapter) == {}
+    assert "[passed]" in pages[0].read_text()  # the check's verdict stays
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_hand_back_holds_no_hidden_test(course, chapter, tmp_path):
+    executed = course / "autograded" / STUDENT / chapter / f"{chapter}.ipynb"
+    instructor = _instructor(chapter)
+    assert leaked_hidden_tests(instructor, executed), "the graded notebook runs the hidden tests"
+    nbformat.write(without_hidden_tests(nbformat.read(executed, as_version=4)),
+                   tmp_path / executed.name)
+    assert leaked_hidden_tests(instructor, tmp_path) == {}
+    text = (tmp_path / executed.name).read_text()
+    assert "[passed]" in text and "### BEGIN HIDDEN TESTS" not in text
+
+
+def test_a_failed_hidden_test_keeps_its_verdict_not_its_source(course):
+    page = (course / "feedback" / STUDENT / "03_agent_loop" / "03_agent_loop.html").read_text()
+    assert "[try again] Exercise 2: token_budget_for" in page
+    assert "CheckFailed" in page
