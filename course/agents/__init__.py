@@ -11,7 +11,7 @@ import load_run, replay_run``); each name is imported from its module the first 
 for, so importing one module does not load the others (smolagents, the live model).
 """
 
-from importlib import import_module
+from course.exports import lazy_exports
 
 #: What notebooks 02-03, chapters 03 and 05 and the trace stepper use, by the defining module.
 _EXPORTS = {
@@ -23,19 +23,4 @@ _EXPORTS = {
     "live": ("choice_label", "live_plan", "run_live"),
 }
 
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str):
-    """``course.agents.<name>`` for an exported name: imported from its module when first used."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

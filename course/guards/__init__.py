@@ -20,7 +20,7 @@ first time it is asked for, so importing one module of the chapter (the sandbox'
 imports only :mod:`.sandbox`) does not load the others.
 """
 
-from importlib import import_module
+from course.exports import lazy_exports
 
 #: What notebook 04 and the approval panel use, by the module that defines it.
 _EXPORTS = {
@@ -33,19 +33,5 @@ _EXPORTS = {
     "injection": ("LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
     "sandbox": ("run_escape_suite", "run_sandboxed"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str):
-    """``course.guards.<name>`` for an exported name: imported from its module when first used."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

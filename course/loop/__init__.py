@@ -13,7 +13,7 @@ import StopRules, run_loop``); each name is imported from its module the first t
 for, so importing one module does not load the others.
 """
 
-from importlib import import_module
+from course.exports import lazy_exports
 
 #: What notebook 03 and the budget explorer use, by the module that defines it.
 _EXPORTS = {
@@ -32,19 +32,4 @@ _EXPORTS = {
     "pipelines": ("TICKET", "agent_chat", "compare", "outputs_seen"),
 }
 
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str):
-    """``course.loop.<name>`` for an exported name: imported from its module when first used."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

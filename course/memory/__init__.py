@@ -12,7 +12,7 @@ Threads, the SQLite checkpointer, its writer guard and pruning are in :mod:`cour
 (chapters 04-06 use them).
 """
 
-from importlib import import_module
+from course.exports import lazy_exports
 
 #: What notebooks 05 and 06 and chapter 06's code use, by the module that defines it:
 #: ``from course.memory import build_chat_graph`` is ``course.memory.chat_graph``'s.
@@ -26,17 +26,5 @@ _EXPORTS = {
               "run_threads_concurrently", "two_writers"),
     "prefix_cache": ("DEFAULT_TURNS", "measure_prefix_reuse"),
 }
-__all__ = [name for names in _EXPORTS.values() for name in names]
 
-
-def __getattr__(name: str):
-    # Imported on first use, not here: ``python -m course.memory.store`` (the second process
-    # of section 4) must not find its own module already imported by this package.
-    for module, names in _EXPORTS.items():
-        if name in names:
-            return getattr(import_module(f"{__name__}.{module}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

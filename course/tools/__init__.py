@@ -27,7 +27,7 @@ process) does not load the others. ``langchain_tools`` here is the registry's
 (:mod:`.adapters`); the MCP client's is ``course.tools.mcp_server.langchain_tools``.
 """
 
-from importlib import import_module
+from course.exports import lazy_exports
 
 #: What notebook 01, chapters 02-06 and the widgets use, by the module that defines it.
 _EXPORTS = {
@@ -51,19 +51,4 @@ _EXPORTS = {
     "mcp_server": ("connect",),
 }
 
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str):
-    """``course.tools.<name>`` for an exported name: imported from its module when first used."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,59 +13,18 @@ Read in this order:
 The widget is :mod:`widgets.trim_explorer`.
 """
 
-# What notebook 06 and the explorer widget use (``from course.trimming import trim_and_explain``).
-from course.trimming.counters import (
-    CountTable,
-    Gpt2FallbackCounter,
-    ModelTokenCounter,
-    ToyCounter,
-    count_each,
-    worked_example_counter,
-)
-from course.trimming.examples import (
-    QUESTIONS,
-    WORKED_BUDGET,
-    eleven_messages,
-    make_messages,
-    parse_conversation,
-    worked_example_messages,
-)
-from course.trimming.graph import (
-    TurnRuns,
-    converse,
-    note_prompt_reconstruction,
-    pipeline_chat_model,
-)
-from course.trimming.remedies import (
-    build_facts_graph,
-    build_summary_graph,
-    extract_user_name,
-    facts_input,
-)
-from course.trimming.rules import TrimReport, refused_options, trim_and_explain
+from course.exports import lazy_exports
 
-__all__ = [
-    "QUESTIONS",
-    "WORKED_BUDGET",
-    "CountTable",
-    "Gpt2FallbackCounter",
-    "ModelTokenCounter",
-    "ToyCounter",
-    "TrimReport",
-    "TurnRuns",
-    "build_facts_graph",
-    "build_summary_graph",
-    "converse",
-    "count_each",
-    "eleven_messages",
-    "extract_user_name",
-    "facts_input",
-    "make_messages",
-    "note_prompt_reconstruction",
-    "parse_conversation",
-    "pipeline_chat_model",
-    "refused_options",
-    "trim_and_explain",
-    "worked_example_counter",
-    "worked_example_messages",
-]
+#: What notebook 06 and the explorer widget use (``from course.trimming import trim_and_explain``),
+#: by the module that defines it.
+_EXPORTS = {
+    "counters": ("CountTable", "Gpt2FallbackCounter", "ModelTokenCounter", "ToyCounter",
+                 "count_each", "worked_example_counter"),
+    "examples": ("QUESTIONS", "WORKED_BUDGET", "eleven_messages", "make_messages",
+                 "parse_conversation", "worked_example_messages"),
+    "graph": ("TurnRuns", "converse", "note_prompt_reconstruction", "pipeline_chat_model"),
+    "remedies": ("build_facts_graph", "build_summary_graph", "extract_user_name", "facts_input"),
+    "rules": ("TrimReport", "refused_options", "trim_and_explain"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
