@@ -60,6 +60,10 @@ def course(tmp_path_factory):
     (course / "source" / "practice").mkdir(parents=True)
     shutil.copy(SOURCE, course / "source" / "practice" / "practice.ipynb")
     _nbgrader(course, "generate_assignment", "practice", "--force")
+    # A second assignment nobody submits: the export must not list it.
+    (course / "source" / "unsubmitted").mkdir()
+    shutil.copy(SOURCE, course / "source" / "unsubmitted" / "unsubmitted.ipynb")
+    _nbgrader(course, "generate_assignment", "unsubmitted", "--force")
     release = nbformat.read(course / "release" / "practice" / "practice.ipynb", as_version=4)
     submissions = {"full": fill(nbformat.from_dict(release), dict(RIGHT)),
                    "untouched": nbformat.from_dict(release),
@@ -131,9 +135,20 @@ def test_nbgrader_generates_a_release_without_solutions(course):
 
 def test_nbgrader_exports_the_expected_scores(course):
     with (course["dir"] / "grades.csv").open() as f:
-        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+        listed = list(csv.DictReader(f))
+    rows = {row["student_id"]: row for row in listed}
     assert {s: float(rows[s]["score"]) for s in EXPECTED} == EXPECTED
     assert {float(rows[s]["max_score"]) for s in EXPECTED} == {5.0}
+    # only what was submitted: no 0.0 row for the assignment nobody handed in
+    assert sorted((r["assignment"], r["student_id"]) for r in listed) == sorted(
+        ("practice", s) for s in EXPECTED)
+
+
+def test_autograde_takes_an_untouched_check_cell_for_the_released_one(course):
+    """nbgrader records a check cell before removing its hidden tests; the template's
+    KeepReleasedCells keeps autograde from calling the released cell changed."""
+    assert "checksum" not in course["log"], course["log"][-2000:]
+    assert "Attribute" not in course["log"]
 
 
 def test_course_grading_scores_like_nbgrader_cell_by_cell(course, tmp_path):
