@@ -378,7 +378,8 @@ def make_lab(tmp_path):
         (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
         server = subprocess.Popen(
             ["make", "-s", *SKIP_SETUP, target, f"LAB_PORT={port}", f"LAB_ARGS={args}",
-             f"STUDENT_DIR={tmp_path / 'student'}", f"LAB_STATE={tmp_path / 'lab-state'}"],
+             f"STUDENT_DIR={tmp_path / 'student'}", f"LAB_STATE={tmp_path / 'lab-state'}",
+             f"NBGRADER_COURSE={tmp_path / 'course'}"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
             start_new_session=True)
         servers.append(server)
