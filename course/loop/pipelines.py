@@ -81,7 +81,7 @@ def label_scores(local: Any, ticket: str) -> dict[str, float]:
     prompt = local.render_chat(classify_prompt(ticket))
     ids = local.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
     with torch.no_grad():
-        logits = local.model(**ids).logits[0, -1]
+        logits = local.model(**ids.to(local.model.device)).logits[0, -1]
     first = {d: local.tokenizer.encode(d, add_special_tokens=False)[0] for d in DEPARTMENTS}
     chosen = torch.stack([logits[t] for t in first.values()])
     probs = torch.softmax(chosen, dim=0)

@@ -226,7 +226,7 @@ def measure_prefix_reuse(
         messages.append({"role": "user", "content": text})
         ids = local.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )["input_ids"]
+        )["input_ids"].to(local.model.device)
         prompt = ids[0].tolist()
 
         full_new, _, ttft_f, total_f, _ = _generate(local, ids, max_new_tokens)

@@ -69,7 +69,7 @@ def next_token_probability(
     dicts = [m if isinstance(m, dict) else as_role_dicts([m])[0] for m in messages]
     text = local.render_chat(dicts) + prefix
     ids = local.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
-    probs = torch.softmax(_last_logits(local.model, ids).float(), dim=-1)
+    probs = torch.softmax(_last_logits(local.model, ids).float(), dim=-1).cpu()
     p = float(probs[target_ids[0]])
     rank = int((probs > probs[target_ids[0]]).sum()) + 1
     values, indices = probs.topk(top_k)
@@ -92,7 +92,7 @@ def _last_logits(model: Any, ids: Any) -> Any:
         only_last = ({"logits_to_keep": 1}
                      if "logits_to_keep" in inspect.signature(model.forward).parameters else {})
         with torch.no_grad():
-            kept[key] = model(input_ids=ids, **only_last).logits[0, -1]
+            kept[key] = model(input_ids=ids.to(model.device), **only_last).logits[0, -1]
         if len(kept) > _LOGITS_PER_MODEL:
             kept.pop(next(iter(kept)))
     return kept[key]

@@ -183,7 +183,8 @@ class PrefixCache:
         cache = cache if cache is not None else DynamicCache()
         if ids:
             with torch.no_grad():
-                self.local.model(input_ids=torch.tensor([ids]), past_key_values=cache,
+                self.local.model(input_ids=torch.tensor([ids], device=self.local.model.device),
+                                 past_key_values=cache,
                                  use_cache=True, logits_to_keep=1)
             self.computed += len(ids)
         return cache
@@ -338,7 +339,7 @@ class ToolCallLogitsProcessor:
 
         self.sync(input_ids)
         masks = torch.stack([self._allowed(row, scores.shape[1]) for row in self.rows])
-        return scores.masked_fill(~masks, float("-inf"))
+        return scores.masked_fill(~masks.to(scores.device), float("-inf"))
 
 
 class _StopWhenDecided:
@@ -409,11 +410,12 @@ def sample_replies(
 
     tokenizer, model = local.tokenizer, local.model
     ids = tokenizer(prompt_text, return_tensors="pt", add_special_tokens=False).input_ids
+    ids = ids.to(model.device)  # on a GPU the model does not move its inputs itself
     processor = None
     if constrained_schemas is not None:
         forced = ToolCallLogitsProcessor(tokenizer, constrained_schemas).forced_prefix()
         processor = ToolCallLogitsProcessor(tokenizer, constrained_schemas, start=forced)
-        ids = torch.cat([ids, torch.tensor([forced], dtype=ids.dtype)], dim=1)
+        ids = torch.cat([ids, torch.tensor([forced], dtype=ids.dtype, device=ids.device)], dim=1)
     torch.manual_seed(seed)
     sampling: dict[str, Any] = ({"do_sample": False} if temperature == 0 else
                                 {"do_sample": True, "temperature": temperature, "top_k": 0})
