@@ -8,15 +8,26 @@ outputs removed) into the student's folder (``student/`` at the repository root,
 - a notebook the student has not changed is replaced when the instructor edition changed;
 - a notebook the student has changed is kept as it is; when the instructor edition changed
   too, the new version is written beside it as ``<stem>.new.ipynb``;
-- a notebook whose student edition cannot be made (nbgrader refuses a misplaced marker) is
-  reported and skipped; the other chapters are still written.
+- that ``.new`` file is protected the same way: once the student changed it (or it was not
+  written by this module), the next new edition goes beside it under a dated name
+  (``<stem>.new.<date-time>.ipynb``, never overwriting a file) and the report says so;
+- a notebook whose student edition cannot be made (nbgrader refuses a misplaced marker, the
+  instructor file is not a notebook) or whose student copy cannot be read (not JSON, not a
+  notebook) is reported with the file and the fix and skipped; the other chapters are still
+  written;
+- nothing is written through a link: a notebook, ``.new`` file, ``.edition/`` or ``backups/``
+  in the student's folder that is a symlink is refused with a message, so nothing outside the
+  student's folder is ever written;
+- a manifest that cannot be read is moved to ``backups/`` and rebuilt from what is on disk:
+  every notebook already there counts as the student's (kept, never overwritten).
 
 "Changed" is decided against the edition written last time: ``.edition/manifest.json`` in the
 student's folder keeps a fingerprint of each notebook as generated (the type and source of each
 cell; outputs, execution counts and metadata are not the student's work and do not count).
 :func:`restore_chapter` ("start this exercise over", ``make restore CHAPTER=03``) first copies
-the student's notebook to ``backups/<stem>.<date-time>.ipynb`` and only then writes the fresh
-student edition in its place.
+the student's notebook to ``backups/<stem>.<date-time>.ipynb`` (and the ``.new`` file beside it,
+if any, to ``backups/<stem>.new.<date-time>.ipynb``) and only then writes the fresh student
+edition in its place and removes the ``.new`` file. Dated ``.new`` editions are left alone.
 
 Not handled: merging a student's edits into a new instructor edition (the two versions sit side
 by side, the student copies their answers over); notebooks the student created themselves are
@@ -47,6 +58,7 @@ __all__ = [
     "Restored",
     "SyncAction",
     "SyncReport",
+    "WorkspaceError",
     "fingerprint",
     "main",
     "restore_chapter",
@@ -66,8 +78,16 @@ OUTCOMES = {
     "unchanged": "up to date",
     "kept": "kept: you changed it",
     "kept-new-beside": "kept: you changed it; the new edition is beside it",
+    "kept-new-dated": "kept: you changed it and its .new file; the new edition is beside them",
     "failed": "not written: its student edition could not be made",
+    "skipped": "skipped, nothing written",
 }
+STAMP = "%Y-%m-%d_%H%M%S"
+
+
+class WorkspaceError(Exception):
+    """Something in the student's folder the workbook will not touch; the message says why and
+    what to do."""
 
 
 def fingerprint(nb: nbformat.NotebookNode) -> str:
@@ -76,19 +96,85 @@ def fingerprint(nb: nbformat.NotebookNode) -> str:
     return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
 
 
-def _read_manifest(dest: Path) -> dict[str, str]:
+def _refuse_links(dest: Path, path: Path) -> None:
+    """Raise :class:`WorkspaceError` when ``path`` or a folder between ``dest`` and it is a
+    symlink: writing there could change a file outside the student's folder."""
+    dest = Path(dest)
+    rel = Path(path).relative_to(dest)
+    current = dest
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            raise WorkspaceError(
+                f"{current} is a link (to {current.readlink()}): the workbook never writes "
+                f"through links, which could change a file outside {dest}; replace the link by "
+                "a real file or folder (copy what it points to) and run this again")
+
+
+def _stamp(now: datetime | None = None) -> str:
+    return (now or datetime.now()).strftime(STAMP)
+
+
+def _load_manifest(dest: Path, notes: list[str], now: datetime | None = None) -> dict[str, str]:
+    """The manifest of ``dest``; one that cannot be read is moved to ``backups/`` (a note
+    says so) and an empty one returned, so every notebook on disk counts as the student's."""
     path = dest / MANIFEST
-    return json.loads(path.read_text()) if path.exists() else {}
+    _refuse_links(dest, path)
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if not (isinstance(manifest, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in manifest.items())):
+            raise ValueError("not a JSON object of file names and fingerprints")
+        return manifest
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        backup = _free_name(dest / BACKUP_DIR / f"manifest.{_stamp(now)}.json")
+        _refuse_links(dest, backup)
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(path, backup)
+        notes.append(f"{path} could not be read ({type(err).__name__}: {err}); it was moved to "
+                     f"{backup} and rebuilt from the notebooks on disk: every notebook already "
+                     "there counts as yours (kept, nothing overwritten)")
+        return {}
 
 
 def _write_manifest(dest: Path, manifest: dict[str, str]) -> None:
     path = dest / MANIFEST
+    _refuse_links(dest, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _new_beside(path: Path) -> Path:
     return path.with_name(f"{path.stem}.new.ipynb")
+
+
+def _free_name(path: Path) -> Path:
+    """``path``, or ``<stem>-2<suffix>``, ``-3``... : the first name no file has."""
+    candidate, n = path, 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
+def _write_new_file(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write ``nb`` to ``path``, which must not exist (never overwrites, never follows a link)."""
+    with open(path, "x", encoding="utf-8") as f:
+        nbformat.write(nb, f)
+
+
+def _read_notebook(path: Path) -> nbformat.NotebookNode:
+    """``path`` as a notebook; raises ``ValueError`` naming why it is not one."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+        _ = [(c.cell_type, c.source) for c in nb.cells]
+        return nb
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError,
+            nbformat.ValidationError) as err:
+        raise ValueError(f"{path} is not a readable notebook ({type(err).__name__}: "
+                         f"{str(err)[:200]})") from err
 
 
 @dataclass
@@ -98,12 +184,15 @@ class SyncAction:
     notebook: str
     outcome: str          # a key of OUTCOMES
     new_version: str = ""  # file name of the new edition written beside, if any
-    problem: str = ""      # why the student edition could not be made ("failed")
+    problem: str = ""      # why nothing was written ("failed", "skipped"), with the fix
 
     def __str__(self) -> str:
         text = f"{self.notebook}: {OUTCOMES[self.outcome]}"
         if self.problem:
             return f"{text} ({self.problem})"
+        if self.outcome == "kept-new-dated":
+            return (f"{text} as {self.new_version} (your {_new_beside(Path(self.notebook)).name} "
+                    "is kept as it is)")
         return f"{text} as {self.new_version}" if self.new_version else text
 
 
@@ -113,6 +202,7 @@ class SyncReport:
 
     folder: Path
     actions: list[SyncAction] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the folder itself (the manifest)
 
     def by_outcome(self, outcome: str) -> list[str]:
         return [a.notebook for a in self.actions if a.outcome == outcome]
@@ -120,14 +210,16 @@ class SyncReport:
     def __str__(self) -> str:
         lines = [f"student edition in {self.folder}:"]
         lines += [f"  {a}" for a in self.actions]
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td><code>{html.escape(a.notebook)}</code></td>"
             f"<td>{html.escape(str(a)[len(a.notebook) + 2:])}</td></tr>" for a in self.actions)
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
         return (f"<p>Student edition in <code>{html.escape(str(self.folder))}</code></p>"
-                f"<table><tr><th>notebook</th><th>outcome</th></tr>{rows}</table>")
+                f"<table><tr><th>notebook</th><th>outcome</th></tr>{rows}</table>{notes}")
 
 
 @dataclass
@@ -136,11 +228,16 @@ class Restored:
 
     notebook: Path
     backup: Path | None   # None when there was nothing to back up
+    new_backup: Path | None = None  # where the removed ``.new`` file was saved, if any
+    notes: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         saved = f"your previous version is in {self.backup}" if self.backup else \
             "there was no previous version"
-        return f"restored {self.notebook.name} to the student edition; {saved}"
+        text = f"restored {self.notebook.name} to the student edition; {saved}"
+        if self.new_backup:
+            text += f"; the {self.notebook.stem}.new.ipynb beside it is in {self.new_backup}"
+        return "; ".join([text, *self.notes])
 
     def _repr_html_(self) -> str:
         return f"<p>{html.escape(str(self))}</p>"
@@ -153,45 +250,93 @@ def _instructor_notebooks(source: Path) -> list[Path]:
     return found
 
 
-def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR) -> SyncReport:
+def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
+                      now: datetime | None = None) -> SyncReport:
     """Bring the student's folder ``dest`` up to date with the instructor notebooks in
     ``source`` without overwriting any notebook the student changed (see the module doc)."""
     source, dest = Path(source), Path(dest)
     if dest.resolve() == source.resolve():
         raise ValueError(f"the student's folder must not be the instructor folder {source}")
     dest.mkdir(parents=True, exist_ok=True)
-    manifest = _read_manifest(dest)
     report = SyncReport(dest)
+    manifest = _load_manifest(dest, report.notes, now)
     for path in _instructor_notebooks(source):
         try:
-            edition = student_edition(nbformat.read(path, as_version=4))
+            edition = student_edition(_read_notebook(path))
         except (ValueError, RuntimeError) as err:  # a marker nbgrader refuses: say so, go on
-            report.actions.append(SyncAction(path.name, "failed", problem=str(err)))
+            report.actions.append(SyncAction(
+                path.name, "failed", problem=f"{err}; fix {path} and run sync again"))
             continue
-        new_print = fingerprint(edition)
-        target = dest / path.name
-        last_print = manifest.get(path.name)
-        if not target.exists():
-            outcome = "written"
-            nbformat.write(edition, target)
-        else:
-            current = fingerprint(nbformat.read(target, as_version=4))
-            student_changed = current != last_print
-            if not student_changed and new_print == last_print:
-                outcome = "unchanged"
-            elif not student_changed:
-                outcome = "updated"
-                nbformat.write(edition, target)
-            elif new_print == last_print or new_print == current:
-                outcome = "kept"
-            else:
-                outcome = "kept-new-beside"
-                nbformat.write(edition, _new_beside(target))
-        manifest[path.name] = new_print
-        new_file = _new_beside(target).name if outcome == "kept-new-beside" else ""
-        report.actions.append(SyncAction(path.name, outcome, new_file))
+        try:
+            report.actions.append(_sync_one(edition, dest / path.name, manifest, now))
+        except (WorkspaceError, ValueError) as err:
+            report.actions.append(SyncAction(path.name, "skipped", problem=str(err)))
     _write_manifest(dest, manifest)
     return report
+
+
+def _sync_one(edition: nbformat.NotebookNode, target: Path, manifest: dict[str, str],
+              now: datetime | None) -> SyncAction:
+    """Bring one notebook ``target`` up to date with ``edition``; updates ``manifest``."""
+    dest, name = target.parent, target.name
+    beside = _new_beside(target)
+    _refuse_links(dest, target)
+    _refuse_links(dest, beside)
+    new_print = fingerprint(edition)
+    last_print = manifest.get(name)
+    new_file = ""
+    if not target.exists():
+        outcome = "written"
+        _write_new_file(edition, target)
+    else:
+        try:
+            current = fingerprint(_read_notebook(target))
+        except ValueError as err:
+            raise ValueError(
+                f"{err}: it is kept as it is; rename it to keep it, or run "
+                f"`make restore CHAPTER={name.split('_', 1)[0]}` (it is backed up first) to "
+                "start this chapter over, then sync again") from None
+        student_changed = current != last_print
+        if current == new_print and last_print is None:  # e.g. a manifest rebuilt
+            outcome = "unchanged"
+        elif not student_changed and new_print == last_print:
+            outcome = "unchanged"
+        elif not student_changed:
+            outcome = "updated"
+            nbformat.write(edition, target)
+        elif new_print == last_print or new_print == current:
+            outcome = "kept"
+        else:
+            outcome, new_file = _write_beside(edition, beside, manifest, now)
+    manifest[name] = new_print
+    return SyncAction(name, outcome, new_file)
+
+
+def _write_beside(edition: nbformat.NotebookNode, beside: Path, manifest: dict[str, str],
+                  now: datetime | None) -> tuple[str, str]:
+    """Put the new ``edition`` beside a changed notebook: in ``beside`` (``<stem>.new.ipynb``)
+    unless the student changed that file (or this module did not write it), else under a dated
+    name. Returns the outcome and the file name written."""
+    new_print = fingerprint(edition)
+    if not beside.exists():
+        _write_new_file(edition, beside)
+        manifest[beside.name] = new_print
+        return "kept-new-beside", beside.name
+    try:
+        beside_print = fingerprint(_read_notebook(beside))
+    except ValueError:
+        beside_print = None
+    if beside_print == new_print:  # already holds the new edition
+        manifest[beside.name] = new_print
+        return "kept-new-beside", beside.name
+    if beside_print is not None and beside_print == manifest.get(beside.name):
+        nbformat.write(edition, beside)  # our own earlier edition, untouched: replace it
+        manifest[beside.name] = new_print
+        return "kept-new-beside", beside.name
+    # The student changed the .new file: it is theirs now; the next edition goes beside it.
+    dated = _free_name(beside.with_name(f"{beside.stem}.{_stamp(now)}.ipynb"))
+    _write_new_file(edition, dated)
+    return "kept-new-dated", dated.name
 
 
 def _find_chapter(source: Path, chapter: str) -> Path:
@@ -210,26 +355,46 @@ def _find_chapter(source: Path, chapter: str) -> Path:
 def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
                     now: datetime | None = None) -> Restored:
     """Start chapter ``chapter`` over: back up the student's notebook to
-    ``backups/<stem>.<date-time>.ipynb``, then write the current student edition in its place."""
+    ``backups/<stem>.<date-time>.ipynb`` (and its ``.new`` file to
+    ``backups/<stem>.new.<date-time>.ipynb``), then write the current student edition in its
+    place and remove the ``.new`` file."""
     source, dest = Path(source), Path(dest)
     path = _find_chapter(source, chapter)
-    edition = student_edition(nbformat.read(path, as_version=4))
+    try:
+        edition = student_edition(_read_notebook(path))
+    except ValueError as err:
+        raise WorkspaceError(f"cannot make the student edition of {path.name}: {err}; fix "
+                             f"{path} and run restore again; nothing was changed") from None
     target = dest / path.name
-    backup = None
+    beside = _new_beside(target)
+    stamp = _stamp(now)
+    backup = dest / BACKUP_DIR / f"{path.stem}.{stamp}.ipynb"
+    beside_backup = dest / BACKUP_DIR / f"{beside.stem}.{stamp}.ipynb"
+    for p in (target, beside, dest / MANIFEST, backup, beside_backup):
+        _refuse_links(dest, p)
+    for old, saved in ((target, backup), (beside, beside_backup)):
+        if old.exists() and saved.exists():
+            raise FileExistsError(f"{saved} exists already: try again in a second")
+    notes: list[str] = []
+    manifest = _load_manifest(dest, notes, now)
     if target.exists():
-        stamp = (now or datetime.now()).strftime("%Y-%m-%d_%H%M%S")
-        backup = dest / BACKUP_DIR / f"{path.stem}.{stamp}.ipynb"
         backup.parent.mkdir(parents=True, exist_ok=True)
-        if backup.exists():
-            raise FileExistsError(f"{backup} exists already: try again in a second")
         shutil.copy2(target, backup)
+    else:
+        backup = None
+    if beside.exists():
+        beside_backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(beside, beside_backup)
+    else:
+        beside_backup = None
     dest.mkdir(parents=True, exist_ok=True)
     nbformat.write(edition, target)
-    _new_beside(target).unlink(missing_ok=True)
-    manifest = _read_manifest(dest)
+    if beside_backup is not None:
+        beside.unlink()
+    manifest.pop(beside.name, None)
     manifest[path.name] = fingerprint(edition)
     _write_manifest(dest, manifest)
-    return Restored(target, backup)
+    return Restored(target, backup, beside_backup, notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,10 +409,14 @@ def main(argv: list[str] | None = None) -> int:
     rs = sub.add_parser("restore", help="start one chapter over (after a dated backup)")
     rs.add_argument("chapter", help="chapter number or name, e.g. 03")
     args = parser.parse_args(argv)
-    if args.command == "sync":
-        print(sync_student_copy(args.source, args.dest))
-    else:
-        print(restore_chapter(args.chapter, args.source, args.dest))
+    try:
+        if args.command == "sync":
+            print(sync_student_copy(args.source, args.dest))
+        else:
+            print(restore_chapter(args.chapter, args.source, args.dest))
+    except (WorkspaceError, ValueError, OSError) as err:
+        print(f"{parser.prog} {args.command}: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
