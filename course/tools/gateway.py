@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,7 @@ class AuditLog:
 
     records: list[AuditRecord] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _exported: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, record: AuditRecord) -> None:
         """Append one decision and number it (LangGraph's ToolNode runs calls in threads)."""
@@ -111,10 +112,38 @@ class AuditLog:
         return [r.decision for r in self.records]
 
     def to_jsonl(self, path: str | Path) -> Path:
-        """Write the log as JSON lines and return the path."""
+        """Append the log to ``path`` as JSON lines (one record a line) and return the path.
+
+        An existing file is never overwritten: records are appended after what it holds, and a
+        second call with the same path appends only the records added since the first. A
+        value JSON cannot hold (a 5,000-digit integer, an object, a structure nested too deep)
+        is written as a marked string (``"<not JSON: ...>"``) and the record gets
+        ``"export_note"``; every other record is written as it is. A folder, or a file that
+        cannot be written, raises ``OSError`` naming the path and the fix.
+        """
         path = Path(path)
-        path.write_text("".join(json.dumps(asdict(r), default=str) + "\n" for r in self.records),
-                        encoding="utf-8")
+        if path.is_dir():
+            raise IsADirectoryError(
+                f"{path} is a folder: give AuditLog.to_jsonl a file name, e.g. "
+                f"{path / 'audit.jsonl'}")
+        key = str(path.resolve())
+        with self._lock:
+            records = self.records[self._exported.get(key, 0):]
+            lines = "".join(_record_line(r) + "\n" for r in records)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a+b") as f:
+                    f.seek(0, 2)
+                    if f.tell():  # a file that does not end its last line: end it first
+                        f.seek(-1, 2)
+                        if f.read(1) != b"\n":
+                            lines = "\n" + lines
+                    f.write(lines.encode("utf-8"))
+            except OSError as err:
+                raise type(err)(err.errno, f"cannot append the audit log to {path} "
+                                f"({err.strerror}): give AuditLog.to_jsonl a file name in a "
+                                "folder you can write to") from err
+            self._exported[key] = self._exported.get(key, 0) + len(records)
         return path
 
     def __len__(self) -> int:
@@ -129,6 +158,57 @@ class AuditLog:
 
     def __repr__(self) -> str:
         return f"AuditLog({len(self.records)} records)\n{self}"
+
+
+_MAX_DEPTH = 50
+
+
+def _json_safe(value: Any, depth: int = 0) -> tuple[Any, list[str]]:
+    """``value`` with everything JSON cannot hold replaced by a marked string, and what was."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return value, []
+    if isinstance(value, int):
+        try:
+            str(value)
+            return value, []
+        except ValueError:  # over Python's limit for int -> str (4,300 digits)
+            digits = int(value.bit_length() * 0.30103) + 1
+            return f"<not JSON: int of about {digits} digits, hex {value:#x}>", [
+                f"an int of about {digits} digits"]
+    if depth >= _MAX_DEPTH:
+        return f"<not JSON: nested deeper than {_MAX_DEPTH} levels>", ["a structure nested "
+                                                                         "too deep"]
+    if isinstance(value, dict):
+        out, notes = {}, []
+        for k, v in value.items():
+            safe, more = _json_safe(v, depth + 1)
+            out[k if isinstance(k, str) else repr(k)] = safe
+            notes += more
+        return out, notes
+    if isinstance(value, (list, tuple)):
+        out_list, notes = [], []
+        for v in value:
+            safe, more = _json_safe(v, depth + 1)
+            out_list.append(safe)
+            notes += more
+        return out_list, notes
+    try:
+        text = str(value)
+    except Exception:  # an object whose __str__ raises
+        text = object.__repr__(value)
+    return f"<not JSON: {type(value).__name__}: {text[:200]}>", [type(value).__name__]
+
+
+def _record_line(record: AuditRecord) -> str:
+    """One record as one JSON line; what JSON cannot hold is marked, never fatal."""
+    data = {f.name: getattr(record, f.name) for f in fields(record)}
+    try:
+        return json.dumps(data, default=str)
+    except Exception:  # a huge int, a cycle, a __str__ that raises...
+        safe, notes = _json_safe(data)
+        safe["export_note"] = ("written as marked strings (not JSON): "
+                               + ", ".join(dict.fromkeys(notes)))
+        return json.dumps(safe)
 
 
 class ToolGateway:
