@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from course.grading.classroom import grade_class
-from course.grading.results import ResourceLimits
+from course.grading.results import OutputPathError, ResourceLimits
 from course.grading.runner import worker_main
 from course.grading.sandbox import SandboxUnavailable
 from course.grading.student import write_student_editions
@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except SandboxUnavailable as err:
         print(f"cannot grade in a sandbox: {err} (or pass --no-sandbox for a trusted class)",
               file=sys.stderr)
+        return 2
+    except (OutputPathError, ValueError, FileNotFoundError) as err:  # before any grading
+        print(f"cannot grade: {err}", file=sys.stderr)
         return 2
     print(f"graded {len(results)} notebooks in {time.perf_counter() - start:.1f} s; "
           f"scores in {args.out}")

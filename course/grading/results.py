@@ -8,6 +8,7 @@ penalties, and manually graded cells (they are not in the CSV).
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,15 @@ import nbformat
 
 from course.grading.student import nbgrader_meta
 
-__all__ = ["CellScore", "NotebookResult", "ResourceLimits", "graded_cells", "write_scores_csv"]
+__all__ = ["CellScore", "NotebookResult", "OutputPathError", "ResourceLimits", "check_csv_path",
+           "csv_cell", "graded_cells", "write_scores_csv"]
+
+# A cell a spreadsheet would read as a formula (OWASP "CSV injection"): prefixed with a quote.
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class OutputPathError(ValueError):
+    """The scores CSV cannot be written where asked; the message names the path and the fix."""
 
 
 @dataclass
@@ -79,8 +88,39 @@ def graded_cells(nb: nbformat.NotebookNode) -> dict[str, float]:
     return cells
 
 
+def check_csv_path(path: Path) -> Path:
+    """Raise :class:`OutputPathError` unless a CSV can be written at ``path`` (a file, new or
+    old, in a folder that exists or can be made and is writable): checked before grading, so a
+    class's run is never lost at the end."""
+    path = Path(path)
+    fix = f"give a file name, e.g. --out {path / 'scores.csv'}" if path.is_dir() else \
+        "give a file name in a folder you can write to, e.g. --out scores.csv"
+    if path.is_dir():
+        raise OutputPathError(f"the scores CSV {path} is a folder: {fix}")
+    if path.exists() and not path.is_file():
+        raise OutputPathError(f"the scores CSV {path} is not a regular file: {fix}")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputPathError(f"the scores CSV {path} cannot be made: {folder} is a file, not a "
+                              f"folder; {fix}")
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK):
+        raise OutputPathError(f"the scores CSV {path} cannot be written: no write permission on "
+                              f"{target}; {fix}")
+    return path
+
+
+def csv_cell(text: str) -> str:
+    """``text`` safe for a spreadsheet: one that starts like a formula gets a leading quote."""
+    return f"'{text}" if text.startswith(FORMULA_LEADS) else text
+
+
 def write_scores_csv(results: Sequence[NotebookResult], path: Path) -> None:
-    """One row per student and notebook; one column per graded cell, total, max and notes."""
+    """One row per student and notebook; one column per graded cell, total, max and notes.
+    Text cells starting like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) get a leading
+    ``'`` so a spreadsheet shows them as text."""
     columns: list[str] = []
     for r in results:
         for c in r.cells:
@@ -90,9 +130,9 @@ def write_scores_csv(results: Sequence[NotebookResult], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "notebook", *columns, "total", "max", "notes"])
+        writer.writerow(["student", "notebook", *map(csv_cell, columns), "total", "max", "notes"])
         for r in sorted(results, key=lambda r: (r.student, r.notebook)):
             by_name = {f"{Path(r.notebook).stem}:{c.grade_id}": c.points for c in r.cells}
-            writer.writerow([r.student, r.notebook,
+            writer.writerow([csv_cell(r.student), csv_cell(r.notebook),
                              *[f"{by_name[c]:g}" if c in by_name else "" for c in columns],
-                             f"{r.score:g}", f"{r.max_score:g}", "; ".join(r.notes)])
+                             f"{r.score:g}", f"{r.max_score:g}", csv_cell("; ".join(r.notes))])
