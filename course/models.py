@@ -307,6 +307,10 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
         check_fits(source, where, choice.value)
         tokenizer = AutoTokenizer.from_pretrained(source)
         extra = {"device_map": where.device_map} if where.device_map else {}
+        # On the CPU, where the dtype on disk is the dtype used (the bundled model's fp32),
+        # transformers (5.x) maps the safetensors file copy-on-write and keeps its pages as the
+        # parameters: every kernel shares one copy of the weights through the page cache (tested
+        # in tests/test_shared_weights.py; nothing may write into a parameter in place).
         model = AutoModelForCausalLM.from_pretrained(
             source, dtype=getattr(torch, where.dtype), **extra)
     except (OSError, ValueError) as err:
