@@ -1,0 +1,164 @@
+"""Memory of the seven chapter kernels kept alive together, as a student who opens every chapter
+and runs them all would have them (issue 27).
+
+Every chapter notebook 00-06 is run top to bottom in its own kernel with nbclient (one after the
+other, offline, the bundled model, the tests' kernel environment); all seven kernels are kept
+alive, then each kernel process is measured (psutil ``memory_full_info``: RSS resident, USS
+private to it, PSS its proportional share, shared pages divided among the processes that map
+them) with its run time, and the seven PSS are summed. The line ``weights`` says how the kernel
+holds the model file: resident pages of the mapped ``model.safetensors`` and how many of them are
+private dirty (copied on write); with the copying load the file is not mapped at all.
+
+    .venv/bin/python benchmarks/kernel_memory.py              # the load the course uses
+    .venv/bin/python benchmarks/kernel_memory.py --copy       # the weights copied into each kernel
+    .venv/bin/python benchmarks/kernel_memory.py --compare    # both, in one run, with time ratios
+
+``--copy`` loads with ``disable_mmap=True`` (transformers reads the file into the kernel's own
+memory, the way a copying load holds it), patched in by a cell put before the notebook's first
+one; nothing else differs. ``--mmap-threshold 131072`` is an experiment on the rest of the private
+memory (the heap keeps what a forward pass freed): a cell sets glibc's mmap and trim thresholds
+in each kernel first. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, kernel_env  # noqa: E402
+
+CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("0[0-6]_*.ipynb"))
+WEIGHTS_FILE = "model.safetensors"
+MB = 1e6
+
+COPY_CELL = """\
+# benchmark only (kernel_memory.py --copy): the weights read into the kernel's own memory
+import transformers as _tf
+_pretrained = _tf.AutoModelForCausalLM.from_pretrained.__func__
+def _copying(cls, *args, **kwargs):
+    kwargs.setdefault("disable_mmap", True)
+    return _pretrained(cls, *args, **kwargs)
+_tf.AutoModelForCausalLM.from_pretrained = classmethod(_copying)
+"""
+
+MMAP_THRESHOLD_CELL = """\
+# benchmark only (kernel_memory.py --mmap-threshold): glibc serves allocations from {n} bytes up
+# with mmap and gives them back on free (activations do not stay in the heap after a forward pass)
+import ctypes as _ctypes
+_libc = _ctypes.CDLL("libc.so.6")
+assert _libc.mallopt(-3, {n}) == 1 and _libc.mallopt(-1, {n}) == 1  # M_MMAP_, M_TRIM_THRESHOLD
+"""
+
+
+def weights_mapping(pid: int) -> tuple[int, int]:
+    """``(resident, private dirty)`` bytes of ``model.safetensors`` mapped in process ``pid``."""
+    rss = dirty = 0
+    inside = False
+    with open(f"/proc/{pid}/smaps") as smaps:
+        for line in smaps:
+            head = line.split(None, 1)[0]
+            if not head.endswith(":"):  # a mapping's first line: address range, perms, ..., path
+                inside = line.rstrip().endswith(WEIGHTS_FILE)
+            elif inside and head == "Rss:":
+                rss += int(line.split()[1]) * 1024
+            elif inside and head == "Private_Dirty:":
+                dirty += int(line.split()[1]) * 1024
+    return rss, dirty
+
+
+def run_kept_alive(name: str, prelude: list[str], threads: str) -> tuple[NotebookClient, float]:
+    """Run ``notebooks/<name>`` top to bottom in a new kernel, after the ``prelude`` cells, and
+    leave the kernel running."""
+    path = NOTEBOOKS / name
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in prelude]
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            allow_errors=False, resources={"metadata": {"path": str(path.parent)}})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(kernel_env({"COURSE_TORCH_THREADS": threads}))
+    start = time.perf_counter()
+    try:
+        client.execute(cleanup_kc=False)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return client, time.perf_counter() - start
+
+
+def measure(copy: bool, threads: str, mmap_threshold: int = 0) -> dict[str, dict[str, float]]:
+    """Run the seven chapters, all kept alive; their memory and run times, printed and returned."""
+    label = "copied into each kernel (disable_mmap=True)" if copy else "as the course loads it"
+    prelude = [COPY_CELL] if copy else []
+    if mmap_threshold:
+        label += f", glibc mmap threshold {mmap_threshold} bytes"
+        prelude.append(MMAP_THRESHOLD_CELL.format(n=mmap_threshold))
+    print(f"\n== weights {label}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    clients, figures = [], {}
+    try:
+        for name in CHAPTERS:
+            client, seconds = run_kept_alive(name, prelude, threads)
+            clients.append(client)
+            figures[name] = {"seconds": seconds}
+            print(f"  ran {name:<26} {seconds:6.1f} s (load average "
+                  f"{os.getloadavg()[0]:.2f})", flush=True)
+        time.sleep(2)
+        print(f"  {'chapter':<26} {'RSS MB':>8} {'USS MB':>8} {'PSS MB':>8} {'time s':>7}  "
+              "weights: mapped resident MB / private dirty MB")
+        for name, client in zip(CHAPTERS, clients, strict=True):
+            pid = client.km.provisioner.pid
+            info = psutil.Process(pid).memory_full_info()
+            mapped, dirty = weights_mapping(pid)
+            figures[name].update(rss=info.rss / MB, uss=info.uss / MB, pss=info.pss / MB)
+            f = figures[name]
+            print(f"  {name:<26} {f['rss']:8.0f} {f['uss']:8.0f} {f['pss']:8.0f} "
+                  f"{f['seconds']:7.1f}  {mapped / MB:.0f} / {dirty / MB:.0f}")
+        total = sum(f["pss"] for f in figures.values())
+        print(f"  {'seven kernels, sum of PSS':<26} {'':>8} {'':>8} {total:8.0f} "
+              f"{sum(f['seconds'] for f in figures.values()):7.1f}", flush=True)
+    finally:
+        for client in clients:
+            client._cleanup_kernel()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--copy", action="store_true", help="weights copied into each kernel")
+    mode.add_argument("--compare", action="store_true",
+                      help="copied, then as the course loads it, in one run, with time ratios")
+    parser.add_argument("--threads", default="1",
+                        help="COURSE_TORCH_THREADS of each kernel (default 1, as the tests)")
+    parser.add_argument("--mmap-threshold", type=int, default=0, metavar="BYTES",
+                        help="an experiment: glibc's mmap and trim thresholds set in each kernel "
+                             "(e.g. 131072), so freed activations go back to the system")
+    args = parser.parse_args()
+    print(f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.1f} GB RAM, "
+          f"{psutil.virtual_memory().available / 1e9:.1f} GB available", flush=True)
+    if not args.compare:
+        measure(args.copy, args.threads, args.mmap_threshold)
+        return
+    before = measure(True, args.threads, args.mmap_threshold)
+    after = measure(False, args.threads, args.mmap_threshold)
+    print(f"\n== after / before  {'RSS':>6} {'USS':>6} {'PSS':>6} {'time':>6}")
+    for name in CHAPTERS:
+        b, a = before[name], after[name]
+        print(f"  {name:<26} " + " ".join(f"{a[k] / b[k]:6.2f}"
+                                          for k in ("rss", "uss", "pss", "seconds")))
+    print(f"  sum of PSS: {sum(f['pss'] for f in before.values()):.0f} MB before, "
+          f"{sum(f['pss'] for f in after.values()):.0f} MB after")
+
+
+if __name__ == "__main__":
+    main()
