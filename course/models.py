@@ -288,7 +288,7 @@ def transformers_source(choice: ModelChoice) -> str:
                 )
         return choice.value
     raise CourseSettingError(
-        f"{MODEL_SETTING}={choice.value!r} is a server: nothing to load in the kernel. "
+        f"{MODEL_SETTING}={choice.shown!r} is a server: nothing to load in the kernel. "
         "Fix: use probe_model() for cells that read model internals."
     )
 
@@ -380,7 +380,7 @@ def probe_note() -> str:
     if not choice.in_kernel:
         served = f" (model {choice.served_model})" if choice.served_model else ""
         return ("probe model: SmolLM2-135M-Instruct (bundled); the agent model is a server at "
-                f"{choice.value}{served}")
+                f"{choice.shown}{served}")
     probe = "SmolLM2-135M-Instruct (bundled)" if choice.is_bundled else choice.value
     return f"probe model: {probe}, the same model as the agent model, loaded in this kernel"
 
@@ -414,7 +414,7 @@ def text_generation_pipeline(
 
 def _server_error(choice: ModelChoice, what: str) -> CourseSettingError:
     return CourseSettingError(
-        f"{MODEL_SETTING}={choice.value!r}: {what}. Fix: start the server, check the URL (it "
+        f"{MODEL_SETTING}={choice.shown!r}: {what}. Fix: start the server, check the URL (it "
         f"usually ends in /v1), append '#model-name', or unset {MODEL_SETTING} to use the "
         "bundled model."
     )
@@ -458,12 +458,24 @@ def _first_served_model(choice: ModelChoice) -> str:
     return ids[0]
 
 
+MAX_REQUEST_TIMEOUT_S = 3600.0
+
+
 def _request_timeout() -> float:
-    raw = os.environ.get(REQUEST_TIMEOUT_SETTING, "")
-    try:
-        return float(raw) if raw and float(raw) > 0 else REQUEST_TIMEOUT_S
-    except ValueError:
+    """``COURSE_SERVER_TIMEOUT`` in seconds (default 60); a value that cannot work is refused."""
+    raw = os.environ.get(REQUEST_TIMEOUT_SETTING, "").strip()
+    if not raw:
         return REQUEST_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_REQUEST_TIMEOUT_S:  # also refuses nan and inf
+        raise CourseSettingError(
+            f"{REQUEST_TIMEOUT_SETTING}={raw[:40]!r} is not a request timeout. Fix: set it to a "
+            f"number of seconds above 0 and at most {MAX_REQUEST_TIMEOUT_S:.0f} (e.g. 60), or "
+            "unset it for the default of 60 s.")
+    return value
 
 
 @lru_cache(maxsize=4)
@@ -705,7 +717,7 @@ def describe_models() -> ModelsReport:
                           gpu=gpu_info() if where.device == "cuda" else None)
     if choice.in_kernel:
         return report
-    report.server = choice.value
+    report.server = choice.shown
     try:
         report.server_models = server_models(choice)
         report.server_answers = True

@@ -87,7 +87,19 @@ class ModelChoice:
         if self.kind == "hub":
             return f"Hugging Face model {self.value}"
         served = self.served_model or "(first model the server lists)"
-        return f"OpenAI-compatible server {self.value}, model {served}"
+        return f"OpenAI-compatible server {self.shown}, model {served}"
+
+    @property
+    def shown(self) -> str:
+        """The value as outputs show it: a server URL's password replaced by ``***``."""
+        if self.kind != "server":
+            return self.value
+        parts = urlsplit(self.value)
+        if parts.password is None:
+            return self.value
+        user = f"{parts.username}:***@" if parts.username else ":***@"
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return parts._replace(netloc=user + host).geturl()
 
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
