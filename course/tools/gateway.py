@@ -17,6 +17,7 @@ expiry of pending requests, and policies that need state beyond the call itself.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import threading
@@ -35,9 +36,44 @@ from course.tools.registry import (
     _arguments_record,
 )
 
-__all__ = ["AuditLog", "AuditRecord", "ConfirmationRequest", "Policy", "ToolGateway"]
+__all__ = ["CONFIRM_TIMEOUT", "POLICY_TIMEOUT", "AuditLog", "AuditRecord",
+           "ConfirmationRequest", "Policy", "ToolGateway"]
 
 _request_ids = itertools.count(1)
+
+#: How long a policy rule may take (seconds): a rule still running then vetoes the call.
+POLICY_TIMEOUT = 5.0
+#: How long a ``confirm`` callback may take (seconds): no answer by then is a denial.
+CONFIRM_TIMEOUT = 300.0
+
+
+class _Overran(Exception):
+    """A callback (a policy rule, a confirm callback) did not answer within its deadline."""
+
+
+def _within(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread, waited for at most ``seconds``: its value, its
+    exception re-raised, or :class:`_Overran` (the thread is left to finish in the background,
+    daemon, so it never holds the process open)."""
+    box: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box.append((True, context.run(fn, *args)))
+        except BaseException as err:  # handed to the caller, who decides
+            box.append((False, err))
+
+    worker = threading.Thread(target=work, name=f"gateway-{getattr(fn, '__name__', 'call')}",
+                              daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        raise _Overran(f"no answer within {seconds:g} s")
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
 
 
 @dataclass
@@ -223,6 +259,13 @@ class ToolGateway:
     declines it. With ``confirm`` (a callable shown the request, returning True/False),
     :meth:`execute` asks at once; a callback that raises counts as a denial (the request does
     not stay pending) and the audit says why.
+
+    Never a hang: a policy rule gets ``policy_timeout`` seconds (default
+    :data:`POLICY_TIMEOUT`; one still running then vetoes the call), a ``confirm`` callback gets
+    ``confirm_timeout`` seconds (default :data:`CONFIRM_TIMEOUT`; no answer by then is a denial
+    that says so), and every tool has a timeout in the registry
+    (:data:`~course.tools.registry.DEFAULT_TOOL_TIMEOUT` when registered without one).
+    ``subject`` must be a string (``"agent:support"``); anything else is a ``TypeError``.
     """
 
     def __init__(
@@ -232,13 +275,27 @@ class ToolGateway:
         confirm: Callable[[ConfirmationRequest], bool] | None = None,
         approver: str = "human",
         policies: Iterable[Policy] = (),
+        *,
+        policy_timeout: float = POLICY_TIMEOUT,
+        confirm_timeout: float = CONFIRM_TIMEOUT,
     ):
+        for label, value in (("policy_timeout", policy_timeout),
+                             ("confirm_timeout", confirm_timeout)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 < value < float("inf")):
+                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}; "
+                                 f"fix: ToolGateway(..., {label}=5)")
+        self.policy_timeout = float(policy_timeout)
+        self.confirm_timeout = float(confirm_timeout)
         self.registry = registry
         self.confirm = confirm
         self.approver = approver
         self.policies = list(policies)
         self.grants = {subject: set(classes) for subject, classes in grants.items()}
         for subject, classes in self.grants.items():
+            if not isinstance(subject, str):
+                raise TypeError(f"grants name a subject {subject!r} that is not a string; fix: "
+                                'grants={"agent:support": {"read"}}')
             bad = classes - set(RISK_CLASSES)
             if bad:
                 raise ValueError(f"grants for {subject!r} name unknown risk classes {sorted(bad)}")
@@ -261,8 +318,14 @@ class ToolGateway:
         """Check the door, the subject's grant, the policies and confirmation; run or refuse.
 
         The door checks the call once (:meth:`ToolRegistry.admit`); an allowed call then runs
-        with :meth:`ToolRegistry.run`, without a second check.
+        with :meth:`ToolRegistry.run`, without a second check. ``subject`` that is not a
+        string (``["agent"]``, say) raises ``TypeError`` naming it: who asks is the caller's
+        statement, and a wrong one is a bug in the caller, not a refusal for the model.
         """
+        if not isinstance(subject, str):
+            raise TypeError(f"subject must be a string such as 'agent:support', got "
+                            f"{type(subject).__name__} {subject!r}; fix: "
+                            f"execute(..., subject={_subject_hint(subject)!r})")
         args_record = _arguments_record(arguments)
         admitted = self.registry.admit(name, arguments)
         if isinstance(admitted, ToolResult):
@@ -276,7 +339,10 @@ class ToolGateway:
             return self._record(subject, name, spec.risk, args_record, "refused", result)
         for policy in self.policies:
             try:
-                reason = policy.veto(name, args_record)
+                reason = _within(self.policy_timeout, policy.veto, name, args_record)
+            except _Overran:  # a rule that does not answer fails closed, never a hang
+                reason = (f"the policy did not answer within {self.policy_timeout:g} s "
+                          "(POLICY_TIMEOUT), so the call is refused")
             except Exception as err:  # a broken policy fails closed: the call does not run
                 reason = f"the policy itself failed ({type(err).__name__}), so the call is refused"
             if reason:
@@ -297,7 +363,11 @@ class ToolGateway:
         if self.confirm is None:
             return result
         try:
-            approved = self.confirm(request) is True
+            approved = _within(self.confirm_timeout, self.confirm, request) is True
+        except _Overran:  # nobody answered in time: a "no" that says so, never a hang
+            return self.deny(request.request_id,
+                             f"{self.approver} (no answer within {self.confirm_timeout:g} s, "
+                             "CONFIRM_TIMEOUT)")
         except Exception as err:  # a broken approval channel is a "no", never a hang
             return self.deny(request.request_id,
                              f"{self.approver} (confirm callback failed: {type(err).__name__})")
@@ -328,3 +398,10 @@ class ToolGateway:
                             message)
         return self._record(request.subject, request.tool, request.risk, request.arguments,
                             "denied", result, approver)
+
+
+def _subject_hint(subject: Any) -> str:
+    """A string subject to suggest for a wrong one (``["agent"]`` -> ``"agent"``)."""
+    if isinstance(subject, (list, tuple)) and len(subject) == 1 and isinstance(subject[0], str):
+        return subject[0]
+    return "agent:support"

@@ -26,20 +26,25 @@ model is told the outcome is unknown.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
+import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry", "ToolResult", "ToolSpec",
+__all__ = ["DEFAULT_TOOL_TIMEOUT", "REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry", "ToolResult", "ToolSpec",
            "ToolStatus", "as_registry"]
 
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000
+#: The wait for a tool registered without ``timeout=``: no call through the door waits unbounded.
+DEFAULT_TOOL_TIMEOUT = 30.0
 _MAX_DEPTH = 64  # deeper arguments are refused before jsonschema (which recurses) sees them
 
 class ToolStatus(StrEnum):
@@ -343,8 +348,11 @@ class ToolRegistry:
         ``schema`` (JSON Schema of the parameters) overrides the generated one. ``allowed=False``
         records the tool switched off (configuration can enable it later).
         ``requires_confirmation`` defaults to True for ``risk="critical"``. ``timeout`` (seconds)
-        bounds how long :meth:`execute` waits for the tool. Returns ``fn``. A name must be a
-        Python identifier (what every adapter needs), so a lambda needs ``name=...``.
+        bounds how long :meth:`execute` waits for the tool (default
+        :data:`DEFAULT_TOOL_TIMEOUT`: no tool is waited for without a bound). Returns ``fn``. A
+        name must be an ASCII Python identifier (what every adapter needs), so a lambda needs
+        ``name=...``; a name confusable with a registered one (``gеt_weather`` with a Cyrillic
+        ``е`` beside ``get_weather``, or equal after NFKC / case folding) is refused, naming both.
         """
         if fn is None:
             return lambda f: self.register(
@@ -372,6 +380,20 @@ class ToolRegistry:
                              "fix: register(fn, name='a_name')")
         if tool_name in self._tools:
             raise ValueError(f"a tool named {tool_name!r} is already registered")
+        twin = next((n for n in self._tools if _skeleton(n) == _skeleton(tool_name)), None)
+        if twin is not None:
+            raise ValueError(
+                f"tool name {tool_name!r} ({_codepoints(tool_name)}) is confusable with the "
+                f"registered tool {twin!r} ({_codepoints(twin)}): a model or a reader cannot "
+                "tell them apart; fix: give it a distinct ASCII name, e.g. "
+                "register(fn, name='a_name')")
+        if not _ASCII_NAME.fullmatch(tool_name):
+            raise ValueError(
+                f"tool name {tool_name!r} ({_codepoints(tool_name)}) is not an ASCII identifier "
+                "(letters a-z, A-Z, digits and _): a look-alike letter from another alphabet "
+                "would pass for another tool; fix: register(fn, name='an_ascii_name')")
+        if timeout is None:
+            timeout = DEFAULT_TOOL_TIMEOUT
         self._tools[tool_name] = ToolSpec(
             name=tool_name,
             fn=fn,
@@ -407,7 +429,20 @@ class ToolRegistry:
         single string, say) raises ``TypeError``: nothing changes on a bad configuration.
         """
         if isinstance(config, (str, Path)):
-            config = json.loads(Path(config).read_text(encoding="utf-8"))
+            path = Path(config)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise FileNotFoundError(
+                    f"cannot read the tool configuration {path} ({type(err).__name__}: "
+                    f"{getattr(err, 'strerror', None) or err}); fix: give configure() the path "
+                    'of a JSON file such as {"enabled": ["get_weather"]}') from err
+            try:
+                config = json.loads(text)
+            except ValueError as err:
+                raise ValueError(
+                    f"the tool configuration {path} is not JSON ({err}); fix: write it as "
+                    '{"enabled": ["get_weather"]}') from err
         if not isinstance(config, Mapping) or "enabled" not in config:
             raise KeyError("tool configuration needs an 'enabled' list of tool names")
         enabled = config["enabled"]
@@ -523,16 +558,16 @@ class ToolRegistry:
             message = REFUSALS[ToolStatus.CONFIRMATION_UNAVAILABLE].format(
                 tool=spec.name, risk=spec.risk)
             return ToolResult(spec.name, arguments, ToolStatus.CONFIRMATION_UNAVAILABLE, message)
-        if spec.timeout is None:
-            return _run(spec, arguments)
+        timeout = DEFAULT_TOOL_TIMEOUT if spec.timeout is None else spec.timeout
         box: list[ToolResult] = []
-        worker = threading.Thread(target=lambda: box.append(_run(spec, arguments)),
+        context = contextvars.copy_context()  # the tool sees the caller's context variables
+        worker = threading.Thread(target=lambda: box.append(context.run(_run, spec, arguments)),
                                   name=f"tool-{spec.name}", daemon=True)
         worker.start()
-        worker.join(spec.timeout)
+        worker.join(timeout)
         if not box:
             return ToolResult(spec.name, arguments, ToolStatus.TIMEOUT, REFUSALS[
-                ToolStatus.TIMEOUT].format(tool=spec.name, timeout=spec.timeout))
+                ToolStatus.TIMEOUT].format(tool=spec.name, timeout=timeout))
         return box[0]
 
     def execute(self, name: Any, arguments: Any = None, *, confirmed_by: str = "") -> ToolResult:
@@ -567,6 +602,34 @@ def as_registry(tools: Any) -> ToolRegistry:
         for tool in tools:
             registry.register(tool)
     return registry
+
+
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Letters of other alphabets that look like Latin ones (the usual homoglyphs of names).
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "ɡ": "g", "ο": "o", "α": "a", "ν": "v", "ρ": "p", "τ": "t", "υ": "u", "ι": "i", "κ": "k",
+    "χ": "x", "ε": "e", "ӏ": "l", "Ӏ": "l", "ı": "i",
+    "А": "a", "В": "b", "Е": "e", "К": "k", "М": "m", "Н": "h", "О": "o", "Р": "p", "С": "c",
+    "Т": "t", "Х": "x", "Ѕ": "s", "І": "i", "Ј": "j", "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z",
+    "Η": "h", "Ι": "i", "Κ": "k", "Μ": "m", "Ν": "n", "Ο": "o", "Ρ": "p", "Τ": "t", "Υ": "y",
+    "Χ": "x"})
+
+
+def _skeleton(name: str) -> str:
+    """What a name looks like: NFKC, look-alike letters mapped to Latin, accents and case
+    dropped (``gеt_weather`` with a Cyrillic ``е`` and ``get_weather`` look the same)."""
+    text = unicodedata.normalize("NFKC", name).translate(_CONFUSABLES).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+    return text
+
+
+def _codepoints(name: str) -> str:
+    """The letters of a name that are not ASCII, as code points (or "ASCII")."""
+    odd = [f"{c!r} U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in name if ord(c) > 127]
+    return ", ".join(dict.fromkeys(odd)) if odd else "ASCII"
 
 
 def _arguments_record(arguments: Any) -> dict[str, Any]:
