@@ -19,6 +19,20 @@ Also here: reading a database that may be read-only (no WAL set-up, no table cre
 one stores the whole state), and errors that name the path and the fix for a file that is not
 a checkpoint database.
 
+What a database is made of. The checkpointer runs SQLite in WAL mode: ``memory.sqlite`` holds
+the checkpoints written up to the last WAL checkpoint, and ``memory.sqlite-wal`` (with its index
+``memory.sqlite-shm``) holds the turns written since. The three files are one database: copy or
+move them together (with no writer running), or run ``PRAGMA wal_checkpoint(TRUNCATE)`` first
+(:func:`checkpoint_wal`); a copy of ``memory.sqlite`` alone loses the latest turns.
+
+Locks. Another process writing the same file holds SQLite's write lock; a write here waits for
+it at most :data:`LOCK_WAIT_S` seconds, then raises :class:`DatabaseLockedError`, which names
+the file, the processes that have it open (read from ``/proc`` on Linux) and the fix. A locked
+database is a good database: it is never reported as "not a SQLite database".
+
+``':memory:'`` keeps the checkpoints in this connection only: nothing persists, and
+:func:`sqlite_checkpointer` warns once (LangGraph's ``MemorySaver`` is the in-memory choice).
+
 Not handled: a new input sent on an explicit older checkpoint (it looks exactly like a
 conflict: fork with ``update_state`` first), locks on Windows (:func:`thread_lock` uses POSIX
 ``fcntl``), network file systems whose locks do not work, and async savers.
@@ -39,9 +53,12 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 __all__ = [
+    "LOCK_WAIT_S",
     "CheckpointStoreError",
+    "DatabaseLockedError",
     "GuardedSqliteSaver",
     "ThreadConflictError",
+    "checkpoint_wal",
     "database_bytes",
     "prune_checkpoints",
     "sqlite_checkpointer",
@@ -60,6 +77,14 @@ _TABLE_COLUMNS = {
 }
 
 
+LOCK_WAIT_S = 5.0
+"""Seconds a write waits for another process's SQLite write lock before DatabaseLockedError."""
+
+WAL_NOTE = ("memory.sqlite-wal and memory.sqlite-shm beside the file belong to the database: copy "
+            "them together, or checkpoint first (course.checkpoints.checkpoint_wal)")
+
+_MEMORY_WARNED = False
+
 _LOCAL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -70,6 +95,53 @@ class CheckpointStoreError(RuntimeError):
 
 class ThreadConflictError(CheckpointStoreError):
     """Another writer saved a checkpoint on this thread after this turn read it."""
+
+
+class DatabaseLockedError(CheckpointStoreError):
+    """Another process held the database's write lock for longer than LOCK_WAIT_S."""
+
+
+def _is_lock_error(err: BaseException) -> bool:
+    if not isinstance(err, sqlite3.OperationalError):
+        return False
+    name = getattr(err, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(err)
+
+
+def _holders(path: Path) -> list[str]:
+    """Other processes that have the database (or its -wal/-shm) open: 'pid (command)'."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    try:
+        wanted = {str(Path(f"{path}{suffix}").resolve()) for suffix in ("", "-wal", "-shm")}
+    except OSError:
+        return []
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+            if any(os.readlink(fd) in wanted for fd in fds):
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    "utf-8", "replace").strip()
+                found.append(f"pid {entry.name} ({cmd[:120] or '?'})")
+        except OSError:
+            continue
+    return found
+
+
+def _locked_error(path: Path | str | None, err: BaseException) -> DatabaseLockedError:
+    where = path or "the checkpoint database"
+    holders = _holders(Path(path)) if path else []
+    who = (f"held by another process: {', '.join(holders)}" if holders else
+           "held by another process (or another connection of this one)")
+    return DatabaseLockedError(
+        f"{where} is locked ({err}): its write lock stayed {who} for more than {LOCK_WAIT_S:g} s. "
+        "The database itself is fine; this turn was NOT saved. Fix: let that process finish or "
+        "stop it (one writer at a time: course.checkpoints.thread_lock), then send the turn "
+        f"again. Note: {WAL_NOTE}.")
 
 
 def thread_config(thread_id: str) -> dict:
@@ -87,13 +159,51 @@ class GuardedSqliteSaver(SqliteSaver):
 
     path: Path | None = None
 
+    _fail_fast_until: float = 0.0
+
+    @contextmanager
+    def _lock_bound(self) -> Iterator[None]:
+        """Translate SQLite's lock errors; one turn waits LOCK_WAIT_S once, not per write.
+
+        After a write gave up on a lock, the writes LangGraph makes right after it (the error
+        it records, the next step) wait only a moment, so one ``invoke`` fails in about
+        LOCK_WAIT_S seconds rather than a multiple of it.
+        """
+        fast = time.monotonic() < self._fail_fast_until
+        if fast:
+            self.conn.execute("PRAGMA busy_timeout = 100")
+        try:
+            yield
+        except sqlite3.OperationalError as err:
+            if _is_lock_error(err):
+                self._fail_fast_until = time.monotonic() + LOCK_WAIT_S
+                raise _locked_error(self.path, err) from err
+            raise
+        finally:
+            if fast:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        # SqliteSaver.cursor, with the lock bound taken inside self.lock: LangGraph's writer
+        # threads queue on self.lock, and each must see that the one before it gave up.
+        with self.lock, self._lock_bound():
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            finally:
+                if transaction:
+                    self.conn.commit()
+                cur.close()
+
     def put(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> dict:
         if (metadata or {}).get("source") not in CONTINUING_SOURCES:
             return super().put(config, checkpoint, metadata, new_versions)
         conf = config["configurable"]
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         parent = conf.get("checkpoint_id")
-        with self.lock:
+        with self.lock, self._lock_bound():
             self.setup()
             self.conn.commit()  # close any implicit transaction before taking the write lock
             self.conn.execute("BEGIN IMMEDIATE")
@@ -140,6 +250,8 @@ def _check_tables(conn: sqlite3.Connection, path: Path) -> bool:
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as err:
+        if _is_lock_error(err):  # a good database another process has locked
+            raise _locked_error(path, err) from err
         raise CheckpointStoreError(
             f"{path} is not a SQLite database ({err}). Fix: give the checkpointer a new file "
             "name, or move that file away."
@@ -178,7 +290,15 @@ def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
     what happens without it). ``read_only=True`` opens an existing file without writing
     anything to it (works on a read-only mount). The connection allows use from several Python
     threads; the saver serialises its own writes.
+
+    The database is ``path`` together with ``path-wal`` and ``path-shm`` (WAL mode): copy or
+    move the three together, or call :func:`checkpoint_wal` first; ``path`` alone may lack the
+    latest turns. A write waits at most :data:`LOCK_WAIT_S` s for another process's lock, then
+    raises :class:`DatabaseLockedError` naming the file and the processes holding it.
+    ``':memory:'`` persists nothing (a warning says so once): use ``MemorySaver`` for that.
     """
+    if str(path) == ":memory:":
+        _warn_memory()
     path = Path(path)
     if path.is_dir():
         raise CheckpointStoreError(f"{path} is a folder; give a file name like memory.sqlite")
@@ -186,17 +306,53 @@ def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
         return _read_only_saver(path)
     _parent_dir(path)
     try:
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=LOCK_WAIT_S)
         _check_tables(conn, path)
         saver = (GuardedSqliteSaver if guard else SqliteSaver)(conn)
         saver.setup()
     except sqlite3.Error as err:
+        if _is_lock_error(err):
+            raise _locked_error(path, err) from err
         raise CheckpointStoreError(f"cannot use {path} as a checkpoint database ({err}). Fix: "
                                    "check that the file and its folder are writable, or pass "
                                    "read_only=True to read it.") from err
     if isinstance(saver, GuardedSqliteSaver):
         saver.path = path
     return saver
+
+
+def _warn_memory() -> None:
+    global _MEMORY_WARNED
+    if _MEMORY_WARNED:
+        return
+    _MEMORY_WARNED = True
+    import warnings
+
+    warnings.warn("sqlite_checkpointer(':memory:') keeps the checkpoints in this connection only: "
+                  "nothing persists past the process (or another checkpointer). Fix: give a file "
+                  "name such as 'memory.sqlite' to keep the conversation, or use LangGraph's "
+                  "MemorySaver for an in-memory one.", UserWarning, stacklevel=3)
+
+
+def checkpoint_wal(path: str | Path) -> None:
+    """Fold ``path-wal`` into ``path`` (``PRAGMA wal_checkpoint(TRUNCATE)``), before a copy.
+
+    Afterwards ``path`` alone holds every committed turn (while no writer adds more).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointStoreError(f"no checkpoint file at {path}. Fix: check the path.")
+    conn = sqlite3.connect(str(path), timeout=LOCK_WAIT_S)
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.OperationalError as err:
+        if _is_lock_error(err):
+            raise _locked_error(path, err) from err
+        raise
+    finally:
+        conn.close()
+    if busy:
+        raise _locked_error(path, sqlite3.OperationalError("wal_checkpoint busy"))
 
 
 def _read_only_saver(path: Path) -> SqliteSaver:
