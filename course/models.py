@@ -41,7 +41,7 @@ from course.settings import (
 )
 
 __all__ = [
-    "SMALL_MODEL_PARAMETERS", "GpuInfo", "LocalModel", "ModelsReport", "Placement",
+    "SMALL_MODEL_PARAMETERS", "GpuInfo", "LocalModel", "ModelsReport", "Placement", "ServerError",
     "agent_is_local", "agent_is_small", "agent_tokenizer", "chat_model", "check_fits",
     "cuda_dtype", "describe_models", "estimate_weight_bytes", "gpu_info", "load_local_model",
     "notes_tokenizer", "placement", "probe_chat_model", "probe_model", "probe_note",
@@ -425,7 +425,8 @@ def server_models(choice: ModelChoice, timeout: float = SERVER_TIMEOUT_S) -> lis
     import httpx
 
     try:
-        response = httpx.get(f"{choice.value}/models", timeout=timeout)
+        with httpx.Client(transport=_deadline_transport(timeout), timeout=timeout) as client:
+            response = client.get(f"{choice.value}/models")
         response.raise_for_status()
         body = response.json()
     except (httpx.HTTPError, ValueError) as err:
@@ -520,9 +521,26 @@ def _served_chat_openai():
         """ChatOpenAI that counts tokens with a local tokenizer instead of fetching tiktoken."""
 
         token_counter_label: str = ""
+        course_choice: Any = None  # the ModelChoice: failures are ServerErrors naming it
+        course_timeout: float = REQUEST_TIMEOUT_S
 
         def get_num_tokens_from_messages(self, messages, tools=None, **_: Any) -> int:
             return BaseChatModel.get_num_tokens_from_messages(self, messages, tools)
+
+        def _generate(self, *args: Any, **kwargs: Any):
+            if self.course_choice is None:
+                return super()._generate(*args, **kwargs)
+            return _call_server(self.course_choice, self.course_timeout, lambda: _has_reply(
+                self.course_choice, super(ServedChatOpenAI, self)._generate(*args, **kwargs)))
+
+        async def _agenerate(self, *args: Any, **kwargs: Any):
+            if self.course_choice is None:
+                return await super()._agenerate(*args, **kwargs)
+            async def call():
+                return _has_reply(self.course_choice, await super(
+                    ServedChatOpenAI, self)._agenerate(*args, **kwargs))
+
+            return await _acall_server(self.course_choice, self.course_timeout, call)
 
     return ServedChatOpenAI
 
@@ -562,16 +580,27 @@ def chat_model(pipeline: Any | None = None, *, max_new_tokens: int | None = None
         if top_p is not None:
             kwargs.setdefault("top_p", top_p)
         cls = _served_chat_openai()
+        timeout = kwargs.pop("timeout", _request_timeout())
+        kwargs.setdefault("http_client", _http_client(timeout))
+        kwargs.setdefault("http_async_client", _async_http_client(timeout))
         chat = cls(
             base_url=choice.value,
             model=served_model_name(choice),
             api_key=kwargs.pop("api_key", "not-needed"),
             temperature=temperature or 0,
             max_tokens=kwargs.pop("max_tokens", max_new_tokens or CHAT_MAX_NEW_TOKENS),
-            timeout=kwargs.pop("timeout", _request_timeout()),
+            timeout=timeout,
             max_retries=kwargs.pop("max_retries", REQUEST_RETRIES),
+            course_choice=choice,
+            course_timeout=timeout,
             **kwargs,
         )
+        # retries are the course's (_call_server: Retry-After only when it fits the timeout);
+        # openai's own would wait up to 60 s for a Retry-After
+        chat.root_client = chat.root_client.with_options(max_retries=0)
+        chat.client = chat.root_client.chat.completions
+        chat.root_async_client = chat.root_async_client.with_options(max_retries=0)
+        chat.async_client = chat.root_async_client.chat.completions
         if chat.custom_get_token_ids is None:
             tokenizer, label = agent_tokenizer(choice)
             chat.custom_get_token_ids = lambda text: tokenizer.encode(
@@ -623,19 +652,41 @@ def _shared_transformers_model_class():
     return SharedTransformersModel
 
 
+@lru_cache(maxsize=1)
+def _served_smolagents_model():
+    from smolagents import OpenAIServerModel
+
+    class ServedOpenAIServerModel(OpenAIServerModel):
+        """OpenAIServerModel whose failures are one :class:`ServerError` naming the setting."""
+
+        def __init__(self, choice: ModelChoice, timeout: float, **kwargs: Any) -> None:
+            self.course_choice, self.course_timeout = choice, timeout
+            super().__init__(**kwargs)
+
+        def generate(self, *args: Any, **kwargs: Any):
+            return _call_server(self.course_choice, self.course_timeout,
+                                lambda: super(ServedOpenAIServerModel, self).generate(
+                                    *args, **kwargs))
+
+    return ServedOpenAIServerModel
+
+
 def smolagents_model(choice: ModelChoice | None = None, **kwargs: Any):
     """The agent model for smolagents: ``OpenAIServerModel`` for a server, else a
     ``TransformersModel`` over the kernel's loaded model (the same tensors, no second copy)."""
     choice = choice or active_model()
     if not choice.in_kernel:
-        from smolagents import OpenAIServerModel
-
-        client_kwargs = {"timeout": _request_timeout(), "max_retries": REQUEST_RETRIES,
+        timeout = _request_timeout()
+        # retries are the course's (_call_server), not openai's nor smolagents' (60 s waits)
+        client_kwargs = {"timeout": timeout, "max_retries": 0,
+                         "http_client": _http_client(timeout),
                          **kwargs.pop("client_kwargs", {})}
+        kwargs.setdefault("retry", False)
         # the OpenAI API calls it max_tokens; the same budget as the in-kernel model gets
         kwargs["max_tokens"] = kwargs.pop("max_new_tokens", kwargs.pop("max_tokens", None)) or (
             AGENT_MAX_NEW_TOKENS)
-        return OpenAIServerModel(
+        return _served_smolagents_model()(
+            choice, timeout,
             model_id=served_model_name(choice),
             api_base=choice.value,
             api_key=kwargs.pop("api_key", "not-needed"),
@@ -732,3 +783,195 @@ def describe_models() -> ModelsReport:
     return report
 
 
+
+
+# --- a server that misbehaves: one deadline per request, bounded retries, one course error ------
+
+RETRY_BACKOFF_S = 0.5  # wait before a retry when the server gives no Retry-After
+
+
+class ServerError(CourseSettingError):
+    """A server named by ``COURSE_MODEL`` failed a request; the message says what and the fix."""
+
+
+def _deadline_transport(total: float, asynchronous: bool = False):
+    """An httpx transport whose every request (connect, headers and the whole body together)
+    ends within ``total`` seconds: each read gets only the time left, and a body that trickles
+    past the deadline is cut with ``httpx.ReadTimeout``."""
+    import httpx
+
+    def bounded(request: httpx.Request) -> float:
+        deadline = time.monotonic() + total
+        request.extensions["timeout"] = {k: total for k in ("connect", "read", "write", "pool")}
+        return deadline
+
+    def late(deadline: float, request: httpx.Request) -> httpx.ReadTimeout:
+        return httpx.ReadTimeout(f"no complete answer within {total:g} s", request=request)
+
+    if asynchronous:
+        class AsyncBody(httpx.AsyncByteStream):
+            def __init__(self, inner, deadline, request):
+                self.inner, self.deadline, self.request = inner, deadline, request
+
+            async def __aiter__(self):
+                async for chunk in self.inner:
+                    if time.monotonic() > self.deadline:
+                        raise late(self.deadline, self.request)
+                    yield chunk
+
+            async def aclose(self):
+                await self.inner.aclose()
+
+        class AsyncDeadline(httpx.AsyncHTTPTransport):
+            async def handle_async_request(self, request):
+                import asyncio
+
+                deadline = bounded(request)
+                try:
+                    response = await asyncio.wait_for(
+                        super().handle_async_request(request), total)
+                except TimeoutError as err:
+                    raise late(deadline, request) from err
+                response.stream = AsyncBody(response.stream, deadline, request)
+                return response
+
+        return AsyncDeadline()
+
+    class Body(httpx.SyncByteStream):
+        def __init__(self, inner, deadline, request):
+            self.inner, self.deadline, self.request = inner, deadline, request
+
+        def __iter__(self):
+            for chunk in self.inner:
+                if time.monotonic() > self.deadline:
+                    raise late(self.deadline, self.request)
+                yield chunk
+
+        def close(self):
+            self.inner.close()
+
+    class Deadline(httpx.HTTPTransport):
+        def handle_request(self, request):
+            deadline = bounded(request)
+            response = super().handle_request(request)
+            if time.monotonic() > deadline:
+                response.close()
+                raise late(deadline, request)
+            response.stream = Body(response.stream, deadline, request)
+            return response
+
+    return Deadline()
+
+
+def _http_client(total: float):
+    import httpx
+
+    return httpx.Client(transport=_deadline_transport(total), timeout=total)
+
+
+def _async_http_client(total: float):
+    import httpx
+
+    return httpx.AsyncClient(transport=_deadline_transport(total, asynchronous=True),
+                             timeout=total)
+
+
+_FIX = (f"Fix: start the server (or wait until it has loaded the model), check the URL and port "
+        f"(it usually ends in /v1) and the '#model-name', raise {REQUEST_TIMEOUT_SETTING} for a "
+        f"slow server, or unset {MODEL_SETTING} to use the bundled model.")
+
+
+def _request_failed(choice: ModelChoice, what: str) -> ServerError:
+    return ServerError(f"{MODEL_SETTING}={choice.shown!r}: the chat request failed: {what}. {_FIX}")
+
+
+def _has_reply(choice: ModelChoice, result: Any) -> Any:
+    """``result`` (a LangChain ChatResult) when it holds a reply, else the ServerError."""
+    if not getattr(result, "generations", None):
+        raise _request_failed(choice, "the answer is not an OpenAI chat completion: its "
+                                      "'choices' list is empty, so there is no reply")
+    return result
+
+
+def _retry_after(response: Any) -> float | None:
+    raw = (getattr(response, "headers", None) or {}).get("retry-after")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+_RETRIED_STATUS = {429, 500, 502, 503, 504}
+_STATUS_WORDS = {401: "401 Unauthorized (the server wants an API key: set OPENAI_API_KEY or "
+                      "pass api_key=...)",
+                 403: "403 Forbidden", 404: "404 Not Found (wrong URL, or no such model)",
+                 429: "429 Too Many Requests"}
+
+
+def _translate(choice: ModelChoice, timeout: float, err: BaseException, last: bool) -> float:
+    """The pause before a retry for ``err``, or raise the one :class:`ServerError` it means."""
+    import asyncio
+    import json
+
+    import httpx
+    import openai
+
+    if isinstance(err, ServerError):
+        raise err
+    if isinstance(err, openai.APIStatusError):
+        status = err.status_code
+        wait = _retry_after(err.response)
+        words = _STATUS_WORDS.get(status, f"HTTP {status}")
+        if status in _RETRIED_STATUS and not last:
+            pause = RETRY_BACKOFF_S if wait is None else wait
+            if pause <= timeout:
+                return pause
+        if wait is not None and wait > timeout:
+            words += (f"; it asks to retry after {wait:g} s, longer than "
+                      f"{REQUEST_TIMEOUT_SETTING}={timeout:g} s, so it was not waited for")
+        raise _request_failed(choice, f"the server answered {words}: "
+                                      f"{str(err.message)[:160]!r}") from err
+    if isinstance(err, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError,
+                        asyncio.TimeoutError)):
+        raise _request_failed(choice, f"timeout: no complete answer within {timeout:g} s "
+                                      f"({REQUEST_TIMEOUT_SETTING})") from err
+    if isinstance(err, (openai.APIConnectionError, httpx.TransportError)):
+        if not last:
+            return RETRY_BACKOFF_S
+        cause = err.__cause__ or err
+        raise _request_failed(choice, f"connection refused or lost, no server answered "
+                                      f"({type(cause).__name__}: {str(cause)[:120]})") from err
+    if isinstance(err, json.JSONDecodeError):
+        raise _request_failed(choice, "the body is not JSON, so not an OpenAI chat "
+                                      "completion") from err
+    if isinstance(err, (IndexError, KeyError, TypeError, AttributeError, ValueError)):
+        raise _request_failed(choice, "the answer is not an OpenAI chat completion (empty "
+                                      f"or missing 'choices'?): {type(err).__name__}: "
+                                      f"{str(err)[:120]}") from err
+    raise err
+
+
+def _call_server(choice: ModelChoice, timeout: float, call):
+    """Run one chat call with bounded retries (``REQUEST_RETRIES``), each HTTP request within
+    ``timeout``; every failure becomes one :class:`ServerError`."""
+    attempts = 1 + REQUEST_RETRIES
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as err:
+            time.sleep(_translate(choice, timeout, err, attempt == attempts - 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _acall_server(choice: ModelChoice, timeout: float, call):
+    """:func:`_call_server` for a coroutine function ``call``."""
+    import asyncio
+
+    attempts = 1 + REQUEST_RETRIES
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except Exception as err:
+            await asyncio.sleep(_translate(choice, timeout, err, attempt == attempts - 1))
+    raise AssertionError("unreachable")  # pragma: no cover

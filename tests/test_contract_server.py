@@ -1,0 +1,213 @@
+"""Misbehaving OpenAI-compatible servers on loopback reach the student as one course error.
+
+Each server in the table runs on 127.0.0.1 in a thread. Both builders (LangChain's
+``chat_model()`` and ``smolagents_model()``), with ``COURSE_SERVER_TIMEOUT=2``, must raise
+:class:`course.models.ServerError` (a ``CourseSettingError``) naming ``COURSE_MODEL``, what
+happened and a fix, within a bound; a well-behaved server still answers through both; the
+doctor's ``GET /models`` ends in about 3 s against a server that trickles its body.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from course import models
+from course.settings import CourseSettingError
+
+BOUND_S = 8.0  # COURSE_SERVER_TIMEOUT=2, one retry: a failure in seconds, never minutes
+
+COMPLETION = {
+    "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "hello from the server"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+}
+
+
+def _handler(behaviour: str):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_):
+            pass
+
+        def _reply(self, status: int, body: bytes, ctype: str = "application/json",
+                   headers: dict | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _answer(self) -> None:
+            if behaviour == "ok":
+                body = COMPLETION if self.command == "POST" else {
+                    "object": "list", "data": [{"id": "m"}]}
+                self._reply(200, json.dumps(body).encode())
+            elif behaviour in ("500", "401", "404"):
+                self._reply(int(behaviour), json.dumps({"error": {"message": "no"}}).encode())
+            elif behaviour == "not-json":
+                self._reply(200, b"<html>this is not json</html>")
+            elif behaviour == "empty-choices":
+                self._reply(200, json.dumps({**COMPLETION, "choices": []}).encode())
+            elif behaviour == "429":
+                self._reply(429, json.dumps({"error": {"message": "slow down"}}).encode(),
+                            headers={"Retry-After": "50"})
+            elif behaviour == "trickle":
+                body = json.dumps(COMPLETION).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.flush()
+                try:
+                    for index in range(len(body)):
+                        if self.server.stopping.is_set():
+                            return
+                        self.wfile.write(body[index:index + 1])
+                        self.wfile.flush()
+                        time.sleep(1)
+                except OSError:
+                    return
+
+        def do_GET(self):
+            self._answer()
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+    return Handler
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """Start a server with a behaviour; returns its ``COURSE_MODEL`` URL (with ``#m``)."""
+    stops = []
+
+    def start(behaviour: str) -> str:
+        monkeypatch.setenv("COURSE_SERVER_TIMEOUT", "2")
+        if behaviour == "closed":
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            sock.close()  # nothing listens there
+        elif behaviour == "silent":
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(8)  # accepts (the kernel does) and never answers
+            port = sock.getsockname()[1]
+            stops.append(sock.close)
+        else:
+            httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(behaviour))
+            httpd.daemon_threads = True
+            httpd.stopping = threading.Event()
+            threading.Thread(target=httpd.serve_forever, daemon=True).start()
+            port = httpd.server_port
+
+            def stop(httpd=httpd):
+                httpd.stopping.set()
+                httpd.shutdown()
+                httpd.server_close()
+
+            stops.append(stop)
+        url = f"http://127.0.0.1:{port}/v1"
+        monkeypatch.setenv("COURSE_MODEL", url + "#m")
+        return url
+
+    yield start
+    for stop in stops:
+        stop()
+
+
+def _langchain():
+    models.chat_model(custom_get_token_ids=lambda text: []).invoke("hi")
+
+
+def _smolagents():
+    from smolagents.models import ChatMessage, MessageRole
+
+    models.smolagents_model().generate(
+        [ChatMessage(role=MessageRole.USER, content=[{"type": "text", "text": "hi"}])])
+
+
+CASES = [  # behaviour, what the message must say
+    ("closed", r"connection refused"),
+    ("silent", r"timeout"),
+    ("500", r"HTTP 500"),
+    ("401", r"401 Unauthorized"),
+    ("404", r"404 Not Found"),
+    ("not-json", r"not JSON|not an OpenAI chat completion"),
+    ("empty-choices", r"not an OpenAI chat completion.*choices"),
+    ("trickle", r"timeout"),
+    ("429", r"429.*retry after 50 s"),
+]
+
+
+@pytest.mark.parametrize("call", [_langchain, _smolagents], ids=["langchain", "smolagents"])
+@pytest.mark.parametrize(("behaviour", "what"), CASES, ids=[c[0] for c in CASES])
+def test_a_misbehaving_server_is_one_course_error(server, behaviour, what, call):
+    url = server(behaviour)
+    start = time.monotonic()
+    with pytest.raises(models.ServerError) as caught:
+        call()
+    elapsed = time.monotonic() - start
+    message = str(caught.value)
+    assert isinstance(caught.value, CourseSettingError)
+    assert f"COURSE_MODEL={url!r}" in message
+    assert "Fix:" in message
+    assert pytest.importorskip("re").search(what, message), message
+    assert elapsed < BOUND_S, f"{behaviour}: {elapsed:.1f} s"
+
+
+def test_the_langchain_async_path_is_the_same_error(server):
+    import asyncio
+
+    url = server("trickle")
+    chat = models.chat_model(custom_get_token_ids=lambda text: [])
+    start = time.monotonic()
+    with pytest.raises(models.ServerError, match=r"timeout") as caught:
+        asyncio.run(chat.ainvoke("hi"))
+    assert url in str(caught.value) and time.monotonic() - start < BOUND_S
+
+
+def test_a_working_server_still_answers_through_both(server):
+    server("ok")
+    reply = models.chat_model(custom_get_token_ids=lambda text: []).invoke("hi")
+    assert reply.content == "hello from the server"
+    from smolagents.models import ChatMessage, MessageRole
+
+    answer = models.smolagents_model().generate(
+        [ChatMessage(role=MessageRole.USER, content=[{"type": "text", "text": "hi"}])])
+    assert answer.content == "hello from the server"
+
+
+def test_a_password_in_the_url_is_not_shown(server, monkeypatch):
+    url = server("500")
+    secret = url.replace("http://", "http://user:s3cret@")
+    monkeypatch.setenv("COURSE_MODEL", secret + "#m")
+    with pytest.raises(models.ServerError) as caught:
+        _langchain()
+    assert "s3cret" not in str(caught.value) and "COURSE_MODEL=" in str(caught.value)
+
+
+def test_the_doctor_check_of_a_trickling_server_is_bounded(server, monkeypatch):
+    url = server("trickle")
+    monkeypatch.setenv("COURSE_MODEL", url)  # no '#m': the doctor asks GET /models
+    models.placement()  # torch imported before the clock starts: only the server is timed
+    start = time.monotonic()
+    with pytest.raises(CourseSettingError, match=r"COURSE_MODEL.*GET /models.*Fix"):
+        models.server_models(models.active_model())
+    assert time.monotonic() - start < models.SERVER_TIMEOUT_S + 1.5
+    start = time.monotonic()
+    report = models.describe_models()
+    elapsed = time.monotonic() - start
+    assert not report.ok and not report.server_answers
+    assert "COURSE_MODEL" in report.problem and "Fix:" in report.problem
+    assert elapsed < 5.0, f"{elapsed:.1f} s"
