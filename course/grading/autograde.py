@@ -22,6 +22,7 @@ import json
 import os
 import queue
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,7 +35,7 @@ from course.grading import guard
 from course.grading.results import CellScore, ResourceLimits, graded_cells
 from course.grading.student import nbgrader_meta, record_source_cells
 
-__all__ = ["RunFacts", "guarded_client", "make_gradebook", "prepare_submission", "sandboxed_manager", "score"]
+__all__ = ["DuplicateGradeIdError", "RunFacts", "check_unique_grade_ids", "duplicate_grade_ids", "guarded_client", "make_gradebook", "prepare_submission", "sandboxed_manager", "score"]
 
 ASSIGNMENT = "assignment"
 GUARD_TIMEOUT_S = 20
@@ -43,7 +44,9 @@ GUARD_TIMEOUT_S = 20
 def make_gradebook(instructor: nbformat.NotebookNode, folder: Path,
                    notebook: str = "notebook") -> str:
     """A gradebook in ``folder`` holding the instructor's cells (nbgrader's ``SaveCells``);
-    returns its URL. Made once per instructor notebook and only read while grading."""
+    returns its URL. Made once per instructor notebook and only read while grading. A
+    grade_id held by two of its cells raises :class:`DuplicateGradeIdError` naming it."""
+    check_unique_grade_ids(instructor, f"the instructor notebook {notebook}.ipynb")
     _alembic_on_path()
     db_url = f"sqlite:///{Path(folder) / (notebook + '.gradebook.db')}"
     record_source_cells(instructor, db_url, ASSIGNMENT, notebook)
@@ -79,7 +82,11 @@ def prepare_submission(instructor: nbformat.NotebookNode, submitted: nbformat.No
     instructor's cells from ``gradebook`` (made by ``make_gradebook``; a temporary one when
     None).
 
-    Returns the notebook and notes about graded cells missing from the submission.
+    Returns the notebook and notes about graded cells missing from the submission, and about
+    a grade_id held by more than one cell (a duplicated check cell, say): the last copy is
+    graded, the others run as ordinary cells, and the note names the grade_id and the fix
+    (nbgrader would blank the copies and then fail with a misleading ``SchemaTooOldError``).
+    An instructor notebook with a duplicated grade_id raises :class:`DuplicateGradeIdError`.
     """
     from nbgrader.preprocessors import (
         CheckCellMetadata,
@@ -95,15 +102,60 @@ def prepare_submission(instructor: nbformat.NotebookNode, submitted: nbformat.No
         resources: dict[str, Any] = {"nbgrader": {"notebook": notebook, "db_url": db_url,
                                                   "assignment": ASSIGNMENT, "student": "s"}}
         nb = nbformat.from_dict(json.loads(json.dumps(submitted)))
+        duplicate_notes = _keep_last_copy(nb)
         for step in (ClearOutput(), DeduplicateIds(), OverwriteKernelspec(), KeepReleasedCells(),
                      CheckCellMetadata()):
             nb, resources = step.preprocess(nb, resources)
     present = {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade")}
     notes = [f"{grade_id}: missing from the submission"
              for grade_id in graded_cells(instructor) if grade_id not in present]
+    notes += duplicate_notes
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                  "language": "python"}
     return nb, notes
+
+
+class DuplicateGradeIdError(ValueError):
+    """Two cells of an instructor notebook carry one nbgrader grade_id."""
+
+
+def duplicate_grade_ids(nb: nbformat.NotebookNode) -> dict[str, list[int]]:
+    """Each grade_id held by more than one nbgrader cell, with the indexes of its cells."""
+    where: dict[str, list[int]] = {}
+    for i, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if grade_id is not None and (meta.get("grade") or meta.get("solution")
+                                     or meta.get("locked")):
+            where.setdefault(str(grade_id), []).append(i)
+    return {g: cells for g, cells in where.items() if len(cells) > 1}
+
+
+def check_unique_grade_ids(nb: nbformat.NotebookNode, what: str) -> None:
+    """Raise :class:`DuplicateGradeIdError` naming each duplicated grade_id of ``what``."""
+    duplicates = duplicate_grade_ids(nb)
+    if duplicates:
+        listed = "; ".join(f"grade_id {g!r} in cells {', '.join(map(str, cells))}"
+                           for g, cells in duplicates.items())
+        raise DuplicateGradeIdError(
+            f"{what} has more than one cell with one nbgrader grade_id ({listed}); fix: delete "
+            "the extra copy or give each cell its own grade_id (Create Assignment toolbar, or "
+            "metadata.nbgrader.grade_id), then grade again")
+
+
+def _keep_last_copy(nb: nbformat.NotebookNode) -> list[str]:
+    """Strip the nbgrader metadata of every copy but the last of a duplicated grade_id (what
+    nbgrader's ``DeduplicateIds`` keeps, without leaving the empty metadata that makes
+    ``CheckCellMetadata`` fail); return one note per grade_id naming it and the fix."""
+    notes = []
+    for grade_id, cells in duplicate_grade_ids(nb).items():
+        for i in cells[:-1]:
+            del nb.cells[i].metadata["nbgrader"]
+        notes.append(f"{grade_id}: {len(cells)} cells of the submission have this grade_id "
+                     f"(cells {', '.join(map(str, cells))}, a duplicated cell); the last one "
+                     "was graded, the others ran as ordinary cells; fix: delete the extra "
+                     "copy from the notebook")
+    return notes
 
 
 def _sandboxed_manager_class():
@@ -122,7 +174,12 @@ def _sandboxed_manager_class():
                 os.chown(self.connection_file, self.sandbox_uid, self.sandbox_uid)
 
         def format_kernel_cmd(self, extra_arguments=None):  # type: ignore[override]
-            return [*self.sandbox_prefix, *super().format_kernel_cmd(extra_arguments)]
+            from course.grading.sandbox import kernel_python
+
+            command = list(super().format_kernel_cmd(extra_arguments))
+            if command and command[0] == sys.executable:  # maybe through a symlink the
+                command[0] = kernel_python()             # sandbox cannot see
+            return [*self.sandbox_prefix, *command]
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):  # type: ignore[override]
             kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -35,6 +35,7 @@ import nbformat
 
 from course.grading.autograde import (
     RunFacts,
+    check_unique_grade_ids,
     guarded_client,
     prepare_submission,
     sandboxed_manager,
@@ -74,6 +75,7 @@ def grade_notebook(instructor_path: Path, submission_path: Path, student: str,
     instructor_path, submission_path = Path(instructor_path), Path(submission_path)
     start = time.perf_counter()
     instructor = nbformat.read(instructor_path, as_version=4)
+    check_unique_grade_ids(instructor, f"the instructor notebook {instructor_path}")
     points = graded_cells(instructor)
     if sandbox and (problem := sandbox_problem_cached()):
         raise SandboxUnavailable(problem)

@@ -36,6 +36,7 @@ __all__ = [
     "UidPool",
     "bwrap_command",
     "kernel_env",
+    "kernel_python",
     "limits_command",
     "private_copy",
     "readable_paths",
@@ -156,6 +157,19 @@ def readable_paths() -> list[Path]:
     return [p.resolve() for p in paths if p.exists()]
 
 
+def kernel_python() -> str:
+    """The interpreter the sandboxed kernel starts, by a path the sandbox can see.
+
+    ``sys.executable`` may reach the virtual environment through a symlink (a venv linked from
+    ``/tmp`` or a home folder): the sandbox mounts the resolved folders only, so that path does
+    not exist inside it and the kernel could not start (every student 0). The folder is
+    resolved, the file name kept: ``bin/python`` of the resolved venv still finds its
+    ``pyvenv.cfg`` (resolving the file itself would start the base interpreter without the
+    venv's packages)."""
+    executable = Path(sys.executable)
+    return str(executable.parent.resolve() / executable.name)
+
+
 def _parents(path: Path) -> list[str]:
     """Create ``path``'s parent folders in the sandbox traversable by anyone (bwrap would
     otherwise create them with the grader's umask)."""
@@ -219,7 +233,7 @@ def kernel_env(workdir: Path) -> dict[str, str]:
     """The kernel's whole environment: offline, grading mode, caches, nothing else inherited."""
     from course.assets import course_cache_dir, hub_cache_dir
 
-    env = {"PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+    env = {"PATH": f"{Path(sys.prefix).resolve() / 'bin'}:/usr/local/bin:/usr/bin:/bin",
            "HOME": str(workdir), "LANG": "C.UTF-8", "COURSE_GRADING": "1",
            "NBGRADER_EXECUTION": "autograde", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",

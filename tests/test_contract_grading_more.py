@@ -1,0 +1,139 @@
+"""Issue 26, the grader (course/grading/), more: a duplicated check cell is reported as what it
+is (the grade_id and the fix), not as nbgrader's "SchemaTooOldError"; and a grader started from
+a virtualenv reached through a symlink grades an honest student 5/5 in the sandbox (the kernel
+starts from a path the sandbox mounts). Table tests; one real sandboxed run at the end."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course.grading.autograde import (
+    DuplicateGradeIdError,
+    duplicate_grade_ids,
+    make_gradebook,
+    prepare_submission,
+)
+from course.grading.runner import grade_notebook
+from course.grading.sandbox import kernel_python, sandbox_problem
+from course.grading.student import nbgrader_meta
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
+HONEST = ROOT / "tests" / "fixtures" / "submissions" / "instructor" / "practice.ipynb"
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _duplicated(nb: nbformat.NotebookNode, grade_id: str, copies: int = 1):
+    """``nb`` with the cell of ``grade_id`` copied right after itself ``copies`` times."""
+    nb = copy.deepcopy(nb)
+    i = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == grade_id)
+    for n in range(copies):
+        cell = copy.deepcopy(nb.cells[i])
+        cell["id"] = f"copy-{n}"
+        nb.cells.insert(i + 1, cell)
+    return nb
+
+
+# ------------------------------------------------- (1) a duplicated check cell, named as such
+
+DUPLICATES = {"check cell": ("ex1-check", 1), "check cell three times": ("ex2-check", 2),
+              "solution cell": ("ex3-solution", 1)}
+
+
+@pytest.mark.parametrize("case", DUPLICATES)
+def test_a_duplicated_cell_in_a_submission_is_named_not_schema_too_old(case):
+    grade_id, copies = DUPLICATES[case]
+    submitted = _duplicated(_read(HONEST), grade_id, copies)
+    found = duplicate_grade_ids(submitted)
+    assert list(found) == [grade_id] and len(found[grade_id]) == copies + 1
+    nb, notes = prepare_submission(_read(SOURCE), submitted, "practice")  # no SchemaTooOldError
+    said = [n for n in notes if n.startswith(f"{grade_id}:")]
+    assert said and f"{copies + 1} cells" in said[0] and "fix: delete the extra copy" in said[0]
+    assert "SchemaTooOld" not in " ".join(notes)
+    assert not duplicate_grade_ids(nb)  # one cell keeps the grade_id: it is graded once
+    assert sum(nbgrader_meta(c).get("grade_id") == grade_id for c in nb.cells) == 1
+
+
+def test_a_duplicated_grade_id_in_the_instructor_notebook_is_refused_naming_it(tmp_path):
+    source = _duplicated(_read(SOURCE), "ex1-check")
+    with pytest.raises(DuplicateGradeIdError, match="'ex1-check'") as err:
+        make_gradebook(source, tmp_path, "practice")
+    assert "practice.ipynb" in str(err.value) and "fix" in str(err.value)
+    path = tmp_path / "practice.ipynb"
+    nbformat.write(source, path)
+    with pytest.raises(DuplicateGradeIdError, match="'ex1-check'"):
+        grade_notebook(path, HONEST, "alice", sandbox=False)
+
+
+# ------------------------------------------------- (2) a virtualenv reached through a symlink
+
+VENV = Path(sys.prefix)
+needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None or VENV == Path(sys.base_prefix),
+                                   reason="needs bwrap and a virtualenv")
+
+
+def _linked_python(tmp_path: Path) -> Path:
+    link = tmp_path / "linked-venv"
+    link.symlink_to(VENV.resolve(), target_is_directory=True)
+    return link / "bin" / Path(sys.executable).name
+
+
+def _in_linked_venv(python: Path, code: str, timeout: int = 240) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                         timeout=timeout, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_sandbox
+def test_the_kernel_starts_from_a_path_the_sandbox_mounts(tmp_path):
+    facts = _in_linked_venv(_linked_python(tmp_path), """
+import json, sys
+from pathlib import Path
+from course.grading.sandbox import kernel_env, kernel_python, readable_paths
+mounted = readable_paths()
+def seen(p): return any(Path(p) == m or m in Path(p).parents for m in mounted)
+print(json.dumps({"executable": sys.executable, "exe_seen": seen(sys.executable),
+                  "kernel": kernel_python(), "kernel_seen": seen(kernel_python()),
+                  "path": kernel_env(Path("/tmp")).get("PATH", "").split(":")[0]}))
+""", timeout=60)
+    assert "linked-venv" in facts["executable"] and not facts["exe_seen"]  # the finding
+    assert facts["kernel_seen"] and "linked-venv" not in facts["kernel"]
+    assert Path(facts["kernel"]).parent == VENV.resolve() / "bin"  # the venv, not the base
+    assert "linked-venv" not in facts["path"]
+
+
+def test_kernel_python_keeps_the_venv_interpreter_here():
+    assert Path(kernel_python()).parent == Path(sys.executable).parent.resolve()
+    assert Path(kernel_python()).name == Path(sys.executable).name
+
+
+@needs_sandbox
+def test_an_honest_student_graded_from_a_symlinked_venv_gets_full_marks(tmp_path):
+    python = _linked_python(tmp_path)
+    student = tmp_path / "submitted" / "alice"
+    student.mkdir(parents=True)
+    shutil.copy(HONEST, student / "practice.ipynb")
+    result = _in_linked_venv(python, f"""
+import json
+from pathlib import Path
+from course.grading.runner import grade_notebook
+r = grade_notebook(Path({str(SOURCE)!r}), Path({str(student / 'practice.ipynb')!r}), "alice")
+print(json.dumps({{"points": sum(c.points for c in r.cells),
+                  "max": sum(c.max_points for c in r.cells), "notes": r.notes}}))
+""")
+    assert (result["points"], result["max"]) == (5, 5), result["notes"]
