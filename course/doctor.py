@@ -2,7 +2,10 @@
 
 Each check gives one line; a failed check says what to do. The same report shows in the first
 notebook. The doctor reads files, headers and versions and asks a configured server for its
-model list (a few seconds at most); it does not load model weights or download anything.
+model list (a few seconds at most); it does not load model weights or download anything. It
+compares the prepared files with the manifest ``prepare`` wrote (course/assets.py): small files
+are hashed whole, the weights and the GGUF only when their size or mtime changed, else by a
+sample of 64 blocks.
 
 On Google Colab the checks of JupyterLab and its widget extension do not apply (Colab shows the
 notebooks and their widgets in its own front end): they print ``[n/a]`` and count neither way.
@@ -158,6 +161,23 @@ def _model() -> Check:
         return Check("model", False, str(err))
 
 
+def _cache() -> Check:
+    """The course cache against the manifest ``prepare`` wrote (sizes, sha256; see assets)."""
+    from course.assets import manifest_path, manifest_problems
+
+    manifest = manifest_path()
+    if not manifest.is_file():
+        return Check("cache manifest", True, f"none yet at {manifest} (a cache prepared before "
+                     "manifests existed): the files were checked by their format only; "
+                     "`python -m course prepare` writes one, then their hashes are checked too")
+    wrong = manifest_problems()
+    if wrong:
+        more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+        return Check("cache manifest", False, "; ".join(wrong[:3]) + more +
+                     ". Fix: run `python -m course prepare`; it replaces what the manifest flags.")
+    return Check("cache manifest", True, f"every prepared file matches {manifest}")
+
+
 def _roles() -> Check:
     from course.models import describe_models
 
@@ -219,7 +239,7 @@ def _widgets() -> Check:
 def run_checks() -> list[Check]:
     """Run every check, in the order the report prints them."""
     return [_python(), _libraries(), _jupyterlab(), _model(), _roles(), _gpu(), _offline(),
-            _gpt2(), _qwen(), _widgets()]
+            _gpt2(), _qwen(), _cache(), _widgets()]
 
 
 def report() -> bool:
