@@ -24,6 +24,7 @@ own), make a 135M model answer like a 4B one, or start a server.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -851,8 +852,14 @@ def _deadline_transport(total: float, asynchronous: bool = False):
             self.inner.close()
 
     class Deadline(httpx.HTTPTransport):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if hasattr(self._pool, "_network_backend"):  # headers that trickle in, too
+                self._pool._network_backend = _deadline_backend()
+
         def handle_request(self, request):
             deadline = bounded(request)
+            _DEADLINE.at = deadline
             response = super().handle_request(request)
             if time.monotonic() > deadline:
                 response.close()
@@ -861,6 +868,64 @@ def _deadline_transport(total: float, asynchronous: bool = False):
             return response
 
     return Deadline()
+
+
+_DEADLINE = threading.local()  # the deadline of the request this thread is sending
+
+
+@lru_cache(maxsize=1)
+def _deadline_backend():
+    """An httpcore network backend whose every socket read and write gets only the time left
+    before the thread's request deadline (a header or body trickling in byte by byte ends)."""
+    import httpcore
+
+    def left(timeout: float | None, error: type[Exception]) -> float | None:
+        deadline = getattr(_DEADLINE, "at", None)
+        if deadline is None:
+            return timeout
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise error("the request's deadline passed")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._inner.read(max_bytes, left(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, left(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+            return Stream(self._inner.start_tls(ssl_context, server_hostname,
+                                                left(timeout, httpcore.ConnectTimeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host, port, timeout=None, local_address=None,
+                        socket_options=None):
+            return Stream(self._inner.connect_tcp(
+                host, port, left(timeout, httpcore.ConnectTimeout), local_address,
+                socket_options))
+
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):
+            return Stream(self._inner.connect_unix_socket(
+                path, left(timeout, httpcore.ConnectTimeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    return Backend()
 
 
 def _http_client(total: float):

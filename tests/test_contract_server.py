@@ -59,6 +59,18 @@ def _handler(behaviour: str):
             elif behaviour == "429":
                 self._reply(429, json.dumps({"error": {"message": "slow down"}}).encode(),
                             headers={"Retry-After": "50"})
+            elif behaviour == "trickle-headers":
+                head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"X-Slow: " + b"a" * 60 + b"\r\n\r\n")
+                try:
+                    for index in range(len(head)):
+                        if self.server.stopping.is_set():
+                            return
+                        self.wfile.write(head[index:index + 1])
+                        self.wfile.flush()
+                        time.sleep(1)
+                except OSError:
+                    return
             elif behaviour == "trickle":
                 body = json.dumps(COMPLETION).encode()
                 self.send_response(200)
@@ -146,6 +158,7 @@ CASES = [  # behaviour, what the message must say
     ("not-json", r"not JSON|not an OpenAI chat completion"),
     ("empty-choices", r"not an OpenAI chat completion.*choices"),
     ("trickle", r"timeout"),
+    ("trickle-headers", r"timeout"),
     ("429", r"429.*retry after 50 s"),
 ]
 
@@ -197,8 +210,9 @@ def test_a_password_in_the_url_is_not_shown(server, monkeypatch):
     assert "s3cret" not in str(caught.value) and "COURSE_MODEL=" in str(caught.value)
 
 
-def test_the_doctor_check_of_a_trickling_server_is_bounded(server, monkeypatch):
-    url = server("trickle")
+@pytest.mark.parametrize("behaviour", ["trickle", "trickle-headers"])
+def test_the_doctor_check_of_a_trickling_server_is_bounded(server, monkeypatch, behaviour):
+    url = server(behaviour)
     monkeypatch.setenv("COURSE_MODEL", url)  # no '#m': the doctor asks GET /models
     models.placement()  # torch imported before the clock starts: only the server is timed
     start = time.monotonic()
