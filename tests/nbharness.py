@@ -232,3 +232,19 @@ def check_cell_ids(nb: nbformat.NotebookNode) -> list[str]:
     """The ids of a notebook's autograded check cells (written answers are graded by hand)."""
     return [c.id for c in nb.cells if c.cell_type == "code"
             and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def append_to_first_cell(path, words: str) -> None:
+    """Append ``words`` to a notebook file's first cell (an edit, as a person makes one)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source += f"\n\n{words}"
+    nbformat.write(nb, path)
+
+
+def notebook_text(path) -> str:
+    """Every cell's source of a notebook file, one after another."""
+    import nbformat
+
+    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)

@@ -6,10 +6,10 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from course.workspace import MANIFEST, WorkspaceError, main, restore_chapter, sync_student_copy
+from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["00_start_here.ipynb", "06_trimming.ipynb"]
@@ -19,30 +19,13 @@ WHEN = datetime(2026, 12, 1, 3, 4, 5)
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\xff\xfe"
 
 
-@pytest.fixture
-def folders(tmp_path):
-    source = tmp_path / "notebooks"
-    source.mkdir()
-    for name in CHAPTERS:
-        shutil.copy(ROOT / "notebooks" / name, source / name)
-    return source, tmp_path / "student"
-
-
-def _edit(path: Path, words: str) -> None:
-    nb = nbformat.read(path, as_version=4)
-    nb.cells[0].source += f"\n\n{words}"
-    nbformat.write(nb, path)
-
-
-def _text(path: Path) -> str:
-    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
 
 
 def _with_new_beside(source, dest):
     """00 edited by the student and by the instructor: sync writes 00.new beside it."""
     sync_student_copy(source, dest)
-    _edit(dest / NB, "my answer")
-    _edit(source / NB, "edition 2")
+    append_to_first_cell(dest / NB, "my answer")
+    append_to_first_cell(source / NB, "edition 2")
     assert sync_student_copy(source, dest).by_outcome("kept-new-beside") == [NB]
 
 
@@ -55,26 +38,26 @@ def test_an_edited_new_file_is_kept_and_the_next_edition_goes_beside_it(folders,
     source, dest = folders
     _with_new_beside(source, dest)
     if student_edits_new:
-        _edit(dest / NEW, "my work in the new edition")
-    _edit(source / NB, "edition 3")
+        append_to_first_cell(dest / NEW, "my work in the new edition")
+    append_to_first_cell(source / NB, "edition 3")
     report = sync_student_copy(source, dest, now=WHEN)
-    assert "my answer" in _text(dest / NB)
+    assert "my answer" in notebook_text(dest / NB)
     dated = dest / "00_start_here.new.2026-12-01_030405.ipynb"
     if student_edits_new:
         assert report.by_outcome("kept-new-dated") == [NB]
-        assert "my work in the new edition" in _text(dest / NEW)  # not overwritten
-        assert "edition 3" not in _text(dest / NEW)
-        assert "edition 3" in _text(dated)
+        assert "my work in the new edition" in notebook_text(dest / NEW)  # not overwritten
+        assert "edition 3" not in notebook_text(dest / NEW)
+        assert "edition 3" in notebook_text(dated)
         assert dated.name in str(report) and f"your {NEW} is kept" in str(report)
         # Again, with yet another edition: a further file, nothing overwritten.
-        _edit(source / NB, "edition 4")
+        append_to_first_cell(source / NB, "edition 4")
         sync_student_copy(source, dest, now=WHEN)
-        assert "edition 3" in _text(dated) and "edition 4" not in _text(dated)
-        assert "edition 4" in _text(dest / "00_start_here.new.2026-12-01_030405-2.ipynb")
-        assert "my work in the new edition" in _text(dest / NEW)
+        assert "edition 3" in notebook_text(dated) and "edition 4" not in notebook_text(dated)
+        assert "edition 4" in notebook_text(dest / "00_start_here.new.2026-12-01_030405-2.ipynb")
+        assert "my work in the new edition" in notebook_text(dest / NEW)
     else:  # our own earlier edition, untouched: simply replaced by the newer one
         assert report.by_outcome("kept-new-beside") == [NB]
-        assert "edition 3" in _text(dest / NEW)
+        assert "edition 3" in notebook_text(dest / NEW)
         assert not dated.exists()
 
 
@@ -84,20 +67,20 @@ def test_an_edited_new_file_is_kept_and_the_next_edition_goes_beside_it(folders,
 def test_restore_backs_up_an_edited_new_file_before_removing_it(folders):
     source, dest = folders
     _with_new_beside(source, dest)
-    _edit(dest / NEW, "my work in the new edition")
+    append_to_first_cell(dest / NEW, "my work in the new edition")
     restored = restore_chapter("00", source, dest, now=WHEN)
     notebook_backup = dest / "backups" / "00_start_here.2026-12-01_030405.ipynb"
     new_backup = dest / "backups" / "00_start_here.new.2026-12-01_030405.ipynb"
     assert restored.backup == notebook_backup and restored.new_backup == new_backup
-    assert "my answer" in _text(notebook_backup)
-    assert "my work in the new edition" in _text(new_backup)
+    assert "my answer" in notebook_text(notebook_backup)
+    assert "my work in the new edition" in notebook_text(new_backup)
     assert not (dest / NEW).exists()
     assert str(new_backup) in str(restored)
     # A second restore in the same second refuses instead of overwriting either backup.
-    _edit(dest / NB, "more work")
+    append_to_first_cell(dest / NB, "more work")
     with pytest.raises(FileExistsError):
         restore_chapter("00", source, dest, now=WHEN)
-    assert "more work" in _text(dest / NB)
+    assert "more work" in notebook_text(dest / NB)
 
 
 # --------------------------------------------- (3) one unreadable file skips its chapter, not all
@@ -130,10 +113,10 @@ def test_an_unreadable_notebook_skips_its_chapter_and_syncs_the_rest(folders, ca
     spoiled = (dest if where == "student" else source) / NB
     spoil(spoiled)
     before = spoiled.read_bytes()
-    _edit(source / OTHER, "a new paragraph")
+    append_to_first_cell(source / OTHER, "a new paragraph")
     report = sync_student_copy(source, dest)
     assert report.by_outcome("updated") == [OTHER]
-    assert "a new paragraph" in _text(dest / OTHER)
+    assert "a new paragraph" in notebook_text(dest / OTHER)
     assert report.by_outcome("skipped" if where == "student" else "failed") == [NB]
     line = next(line for line in str(report).splitlines() if NB in line)
     assert str(spoiled) in line and fix in line
@@ -153,16 +136,16 @@ BROKEN_MANIFESTS = {
 def test_a_broken_manifest_is_backed_up_and_rebuilt_keeping_every_notebook(folders, case):
     source, dest = folders
     sync_student_copy(source, dest)
-    _edit(dest / NB, "my answer")
+    append_to_first_cell(dest / NB, "my answer")
     broken = BROKEN_MANIFESTS[case]
     (dest / MANIFEST).write_bytes(broken if isinstance(broken, bytes) else broken.encode())
-    _edit(source / NB, "edition 2")
+    append_to_first_cell(source / NB, "edition 2")
     report = sync_student_copy(source, dest, now=WHEN)
     saved = dest / "backups" / "manifest.2026-12-01_030405.json"
     assert saved.read_bytes() == (broken if isinstance(broken, bytes) else broken.encode())
     assert str(dest / MANIFEST) in str(report) and str(saved) in str(report)
-    assert "my answer" in _text(dest / NB)  # counted as the student's: never overwritten
-    assert "edition 2" in _text(dest / NEW)
+    assert "my answer" in notebook_text(dest / NB)  # counted as the student's: never overwritten
+    assert "edition 2" in notebook_text(dest / NEW)
     assert report.by_outcome("unchanged") == [OTHER]
     # The rebuilt manifest is good: the next sync reads it without a note.
     assert sync_student_copy(source, dest).notes == []
@@ -192,7 +175,7 @@ LINKS = {  # case: the path in the student's folder that becomes a link to an ou
 def test_sync_and_restore_never_write_through_a_link(folders, tmp_path, case):
     source, dest = folders
     _with_new_beside(source, dest)
-    _edit(source / NB, "edition 3")
+    append_to_first_cell(source / NB, "edition 3")
     outside = tmp_path / "outside.ipynb"
     shutil.copy(dest / NB, outside)
     before = outside.read_bytes()

@@ -2,7 +2,6 @@
 up first. Runs on copies of two real chapters (00 and 06) in temporary folders."""
 
 import json
-import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -12,19 +11,11 @@ import pytest
 
 from course.grading import leaked_solution_lines
 from course.workspace import MANIFEST, fingerprint, restore_chapter, sync_student_copy
+from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["00_start_here.ipynb", "06_trimming.ipynb"]
 ANSWER = "def count_words(text: str) -> int:\n    return len(text.split())  # my answer\n"
-
-
-@pytest.fixture
-def folders(tmp_path):
-    source = tmp_path / "notebooks"
-    source.mkdir()
-    for name in CHAPTERS:
-        shutil.copy(ROOT / "notebooks" / name, source / name)
-    return source, tmp_path / "student"
 
 
 def _answer_exercise(path: Path) -> None:
@@ -36,14 +27,6 @@ def _answer_exercise(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def _change_upstream(path: Path, words: str) -> None:
-    nb = nbformat.read(path, as_version=4)
-    nb.cells[0].source += f"\n\n{words}"
-    nbformat.write(nb, path)
-
-
-def _source(path: Path) -> str:
-    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
 
 
 def test_first_use_writes_the_student_edition_of_every_chapter(folders):
@@ -54,8 +37,8 @@ def test_first_use_writes_the_student_edition_of_every_chapter(folders):
         instructor = nbformat.read(source / name, as_version=4)
         student = nbformat.read(dest / name, as_version=4)
         assert leaked_solution_lines(instructor, student) == []
-        assert "### BEGIN SOLUTION" not in _source(dest / name)
-        assert "### BEGIN HIDDEN TESTS" not in _source(dest / name)
+        assert "### BEGIN SOLUTION" not in notebook_text(dest / name)
+        assert "### BEGIN HIDDEN TESTS" not in notebook_text(dest / name)
         assert all(not c.get("outputs") for c in student.cells)
     manifest = json.loads((dest / MANIFEST).read_text())
     assert manifest["00_start_here.ipynb"] == fingerprint(nbformat.read(dest / CHAPTERS[0], 4))
@@ -69,7 +52,7 @@ def test_regenerating_keeps_a_students_edit(folders):
     report = sync_student_copy(source, dest)
     assert report.by_outcome("kept") == ["00_start_here.ipynb"]
     assert report.by_outcome("unchanged") == ["06_trimming.ipynb"]
-    assert "# my answer" in _source(dest / "00_start_here.ipynb")
+    assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")
     assert not (dest / "00_start_here.new.ipynb").exists()
 
 
@@ -77,19 +60,19 @@ def test_a_new_edition_goes_beside_a_changed_notebook_and_replaces_an_untouched_
     source, dest = folders
     sync_student_copy(source, dest)
     _answer_exercise(dest / "00_start_here.ipynb")
-    _change_upstream(source / "00_start_here.ipynb", "A new paragraph from the instructor.")
-    _change_upstream(source / "06_trimming.ipynb", "Another new paragraph.")
+    append_to_first_cell(source / "00_start_here.ipynb", "A new paragraph from the instructor.")
+    append_to_first_cell(source / "06_trimming.ipynb", "Another new paragraph.")
     report = sync_student_copy(source, dest)
     assert report.by_outcome("kept-new-beside") == ["00_start_here.ipynb"]
     assert report.by_outcome("updated") == ["06_trimming.ipynb"]
     # The student's answer is where it was; the new edition sits beside it.
-    assert "# my answer" in _source(dest / "00_start_here.ipynb")
-    assert "A new paragraph" not in _source(dest / "00_start_here.ipynb")
+    assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")
+    assert "A new paragraph" not in notebook_text(dest / "00_start_here.ipynb")
     beside = dest / "00_start_here.new.ipynb"
-    assert "A new paragraph" in _source(beside) and "# my answer" not in _source(beside)
+    assert "A new paragraph" in notebook_text(beside) and "# my answer" not in notebook_text(beside)
     assert "as 00_start_here.new.ipynb" in str(report)
     # 06 was untouched by the student: it simply became the new edition.
-    assert "Another new paragraph" in _source(dest / "06_trimming.ipynb")
+    assert "Another new paragraph" in notebook_text(dest / "06_trimming.ipynb")
     # Nothing changed since: a third run writes nothing and still keeps the answer.
     again = sync_student_copy(source, dest)
     assert again.by_outcome("kept") == ["00_start_here.ipynb"]
@@ -115,9 +98,9 @@ def test_restore_backs_up_first_then_writes_the_student_edition(folders):
     restored = restore_chapter("00", source, dest, now=datetime(2026, 12, 1, 3, 4, 5))
     backup = dest / "backups" / "00_start_here.2026-12-01_030405.ipynb"
     assert restored.backup == backup
-    assert "# my answer" in _source(backup)
-    assert "# my answer" not in _source(dest / "00_start_here.ipynb")
-    assert "NotImplementedError" in _source(dest / "00_start_here.ipynb")
+    assert "# my answer" in notebook_text(backup)
+    assert "# my answer" not in notebook_text(dest / "00_start_here.ipynb")
+    assert "NotImplementedError" in notebook_text(dest / "00_start_here.ipynb")
     assert not (dest / "00_start_here.new.ipynb").exists()
     assert str(backup) in str(restored)
     # The restored notebook counts as untouched: the next sync may update it.
@@ -132,7 +115,7 @@ def test_restore_refuses_to_lose_a_backup_and_names_the_chapters(folders):
     _answer_exercise(dest / "00_start_here.ipynb")
     with pytest.raises(FileExistsError):
         restore_chapter("00_start_here", source, dest, now=when)
-    assert "# my answer" in _source(dest / "00_start_here.ipynb")  # nothing overwritten
+    assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")  # nothing overwritten
     with pytest.raises(ValueError, match="06_trimming"):
         restore_chapter("09", source, dest)
 
@@ -153,7 +136,7 @@ def test_make_restore_runs_the_helper(folders):
                          cwd=ROOT, capture_output=True, text=True, check=True)
     assert "restored 00_start_here.ipynb" in out.stdout
     backups = list((dest / "backups").glob("00_start_here.*.ipynb"))
-    assert len(backups) == 1 and "# my answer" in _source(backups[0])
+    assert len(backups) == 1 and "# my answer" in notebook_text(backups[0])
 
 
 
