@@ -413,12 +413,9 @@ def text_generation_pipeline(
 # --- servers -----------------------------------------------------------------------------------
 
 
-def _server_error(choice: ModelChoice, what: str) -> CourseSettingError:
-    return CourseSettingError(
-        f"{MODEL_SETTING}={choice.shown!r}: {what}. Fix: start the server, check the URL (it "
-        f"usually ends in /v1), append '#model-name', or unset {MODEL_SETTING} to use the "
-        "bundled model."
-    )
+def _server_error(choice: ModelChoice, what: str) -> ServerError:
+    """The one error for a server that fails (listing models or answering a chat request)."""
+    return ServerError(f"{MODEL_SETTING}={choice.shown!r}: {what}. {_FIX}")
 
 
 def server_models(choice: ModelChoice, timeout: float = SERVER_TIMEOUT_S) -> list[str]:
@@ -806,7 +803,7 @@ def _deadline_transport(total: float, asynchronous: bool = False):
         request.extensions["timeout"] = {k: total for k in ("connect", "read", "write", "pool")}
         return deadline
 
-    def late(deadline: float, request: httpx.Request) -> httpx.ReadTimeout:
+    def late(request: httpx.Request) -> httpx.ReadTimeout:
         return httpx.ReadTimeout(f"no complete answer within {total:g} s", request=request)
 
     if asynchronous:
@@ -817,7 +814,7 @@ def _deadline_transport(total: float, asynchronous: bool = False):
             async def __aiter__(self):
                 async for chunk in self.inner:
                     if time.monotonic() > self.deadline:
-                        raise late(self.deadline, self.request)
+                        raise late(self.request)
                     yield chunk
 
             async def aclose(self):
@@ -832,7 +829,7 @@ def _deadline_transport(total: float, asynchronous: bool = False):
                     response = await asyncio.wait_for(
                         super().handle_async_request(request), total)
                 except TimeoutError as err:
-                    raise late(deadline, request) from err
+                    raise late(request) from err
                 response.stream = AsyncBody(response.stream, deadline, request)
                 return response
 
@@ -845,7 +842,7 @@ def _deadline_transport(total: float, asynchronous: bool = False):
         def __iter__(self):
             for chunk in self.inner:
                 if time.monotonic() > self.deadline:
-                    raise late(self.deadline, self.request)
+                    raise late(self.request)
                 yield chunk
 
         def close(self):
@@ -863,7 +860,7 @@ def _deadline_transport(total: float, asynchronous: bool = False):
             response = super().handle_request(request)
             if time.monotonic() > deadline:
                 response.close()
-                raise late(deadline, request)
+                raise late(request)
             response.stream = Body(response.stream, deadline, request)
             return response
 
@@ -947,7 +944,7 @@ _FIX = (f"Fix: start the server (or wait until it has loaded the model), check t
 
 
 def _request_failed(choice: ModelChoice, what: str) -> ServerError:
-    return ServerError(f"{MODEL_SETTING}={choice.shown!r}: the chat request failed: {what}. {_FIX}")
+    return _server_error(choice, f"the chat request failed: {what}")
 
 
 def _has_reply(choice: ModelChoice, result: Any) -> Any:
