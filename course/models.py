@@ -478,10 +478,12 @@ def _request_timeout() -> float:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer_alone(source: str) -> Any:
+def _tokenizer_alone(choice: ModelChoice) -> Any:
+    """The choice's tokenizer without its weights, read once per choice (finding the source
+    checks the prepared copy, which takes tens of milliseconds)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(source)
+    return AutoTokenizer.from_pretrained(transformers_source(choice))
 
 
 def agent_tokenizer(choice: ModelChoice | None = None) -> tuple[Any, str]:
@@ -494,7 +496,7 @@ def agent_tokenizer(choice: ModelChoice | None = None) -> tuple[Any, str]:
     """
     choice = choice or active_model()
     if choice.in_kernel:
-        tokenizer = (_tokenizer_alone(transformers_source(choice)) if choice.is_bundled
+        tokenizer = (_tokenizer_alone(choice) if choice.is_bundled
                      else load_local_model(choice).tokenizer)
         return tokenizer, f"{short_name(choice)} tokenizer (the agent model's own)"
     name = served_model_name(choice)
