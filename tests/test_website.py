@@ -29,6 +29,7 @@ from test_browser import CHROMIUM, CHROMIUM_ARGS
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "executed"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+BUNDLED = "SmolLM2-135M-Instruct (bundled)"  # course.settings.BUNDLED_MODEL_NAME
 PROVENANCE = re.compile(r"\b(measured|recorded|reconstructed|derived|scripted)\b", re.I)
 
 
@@ -143,6 +144,9 @@ def test_the_navigation_reaches_every_chapter_with_its_outputs(site, browser):
         assert page.locator(".cell_output table").count() == want["tables"], stem
         assert page.locator(".cell_output .widget-note").count() == want["widgets"], stem
         shown = _squash(" ".join(outputs.all_inner_texts()))
+        # The site shows the default path: the bundled model, never a matrix run's server.
+        assert BUNDLED in shown, f"{stem}: the page does not say it ran {BUNDLED}"
+        assert "OpenAI-compatible server" not in shown, stem
         missing = [line for line in want["labelled"] if line not in shown]
         assert missing == [], f"{stem}: provenance lines not shown as in the notebook: {missing}"
         for key in seen:
@@ -155,6 +159,30 @@ def test_the_navigation_reaches_every_chapter_with_its_outputs(site, browser):
     assert errors == [], errors
     assert outside == [], f"the site loads from outside localhost: {outside}"
     page.close()
+
+
+def test_only_a_run_of_the_default_path_is_kept_for_the_site(tmp_path, monkeypatch):
+    """A run with COURSE_MODEL set (the model-setting matrix) is not saved, and a saved run that
+    does not say it ran the bundled model is not reused."""
+    import nbharness
+
+    source = tmp_path / "notebooks"
+    source.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    nbformat.write(nb, source / "x.ipynb")
+    saved = tmp_path / "executed"
+    monkeypatch.setattr(nbharness, "NOTEBOOKS", source)
+    monkeypatch.setenv("COURSE_SAVE_EXECUTED", str(saved))
+    nbharness.run_notebook(source / "x.ipynb", env={"COURSE_MODEL": "http://127.0.0.1:9/v1"})
+    assert not (saved / "x.ipynb").exists()
+    nbharness.run_notebook(source / "x.ipynb")
+    kept = nbformat.read(saved / "x.ipynb", as_version=4)
+    assert kept.metadata["course_executed"]["model"] == "bundled"
+    assert kept.cells[0].outputs[0].text == "42\n"
+    assert book.executed_notebook(source / "x.ipynb", saved) is not None
+    del kept.metadata["course_executed"]["model"]  # a run saved before this rule
+    nbformat.write(kept, saved / "x.ipynb")
+    assert book.executed_notebook(source / "x.ipynb", saved) is None
 
 
 def test_the_code_agent_chapter_shows_its_trace_table_figures_and_stepper_text(site, browser):
