@@ -2,6 +2,7 @@
 model's next-token probabilities, the memory estimate, a bad setting, exercise feedback."""
 
 import re
+from pathlib import Path
 
 NOTEBOOK = "00_start_here.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
@@ -61,4 +62,24 @@ def test_exercise_feedback(run):
 def test_ends_with_summary_and_exercises(run):
     headings = [line for c in run.nb.cells if c.cell_type == "markdown"
                 for line in c.source.splitlines() if line.startswith("## ")]
-    assert headings[-2:] == ["## Summary", "## Exercises"]
+    assert headings[-3:] == ["## Summary", "## Quiz", "## Exercises"]
+
+
+def test_the_quiz_shows_its_questions_and_the_instructor_answers_pass(run):
+    shown = run.text("quiz")
+    assert shown.startswith("Quiz (4 questions)") and "b) COURSE_MODEL" in shown
+    assert run.has_widget("quiz")
+    graded = run.text("quiz-check")
+    assert "[passed] Quiz" in graded and "q3 right: measured = run here" in graded
+
+
+def test_the_label_rule_is_the_same_in_readme_and_here(run):
+    import re
+
+    rule = re.search(r"\*\*How to read an output\.\*\*.*?carry none\.", run.nb.cells[0].source,
+                     re.S)
+    assert rule, "00's first cell states the label rule"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    squash = lambda t: " ".join(t.split())  # noqa: E731
+    assert squash(rule[0]) in squash(readme)
+    assert "labelled *recorded*" not in readme

@@ -36,3 +36,40 @@ def test_chapters_end_with_summary_and_exercises(path):
     headings = [line for c in nb.cells if c.cell_type == "markdown"
                 for line in c.source.splitlines() if line.startswith("## ")]
     assert "## Summary" in headings and "## Exercises" in headings, path.name
+
+
+def _heading_index(nb, heading: str) -> int | None:
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown" and any(line.strip() == heading
+                                             for line in c.source.splitlines()):
+            return i
+    return None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_chapter_has_the_shape_of_a_lesson(path):
+    """Goals first; then the core path; summary, quiz and exercises; depth after them."""
+    nb = nbformat.read(path, as_version=4)
+    ids = [c.get("id") for c in nb.cells]
+    assert ids[1:2] == ["goals"], f"{path.name}: cell 2 must be the 'goals' cell, got {ids[1:2]}"
+    goals = nb.cells[1].source
+    for part in ("**Learning goals.**", "**Prerequisites.**", "**Time on a laptop.**"):
+        assert part in goals, f"{path.name}: the goals cell lacks {part}"
+    summary = _heading_index(nb, "## Summary")
+    exercises = _heading_index(nb, "## Exercises")
+    assert summary is not None and exercises is not None, path.name
+    for name in ("quiz", "quiz-answers", "quiz-check"):
+        assert name in ids, f"{path.name}: no '{name}' cell"
+    quiz, answers, graded = (ids.index(n) for n in ("quiz", "quiz-answers", "quiz-check"))
+    assert summary < quiz < answers < graded < exercises, path.name
+    meta = {n: nb.cells[ids.index(n)].metadata.get("nbgrader", {})
+            for n in ("quiz", "quiz-answers", "quiz-check")}
+    assert meta["quiz"].get("locked") and not meta["quiz"].get("grade"), path.name
+    assert meta["quiz-answers"].get("solution"), path.name
+    assert meta["quiz-check"].get("grade") and meta["quiz-check"].get("points") == 1, path.name
+    assert "### BEGIN SOLUTION" in nb.cells[answers].source, path.name
+    assert f'Quiz("{path.name[:2]}"' in nb.cells[quiz].source, path.name
+    further = _heading_index(nb, "## Going further")
+    if further is not None:
+        assert ids[further] == "going-further" and further > exercises, (
+            f"{path.name}: '## Going further' comes after the exercises, in cell 'going-further'")

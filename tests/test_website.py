@@ -161,6 +161,26 @@ def test_the_navigation_reaches_every_chapter_with_its_outputs(site, browser):
     page.close()
 
 
+OUTPUT_LIMIT = 3_000  # characters: summaries first, details on demand (issue 24)
+
+
+def test_no_output_is_a_wall_of_text(site):
+    """In the default run no single output of any chapter is over OUTPUT_LIMIT characters."""
+    walls = []
+    for stem, _ in book.chapter_map():
+        nb = nbformat.read(site["src"] / f"{stem}.ipynb", as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                text = out.get("text", "") if out.get("output_type") == "stream" else \
+                    data.get("text/plain", "")
+                if book.WIDGET_NOTE in text:
+                    continue  # a widget's own text, cut by the book
+                if len(ANSI.sub("", text)) > OUTPUT_LIMIT:
+                    walls.append(f"{stem}:{cell.get('id')} ({len(text)} chars)")
+    assert walls == [], f"outputs over {OUTPUT_LIMIT} characters: {walls}"
+
+
 def test_only_a_run_of_the_default_path_is_kept_for_the_site(tmp_path, monkeypatch):
     """A run with COURSE_MODEL set (the model-setting matrix) is not saved, and a saved run that
     does not say it ran the bundled model is not reused."""
