@@ -1,5 +1,6 @@
 """Measure, in one run: cold and warm load of the bundled model, greedy generation speed, the
-time to execute each notebook and its slowest cells. Prints figures and ratios; asserts nothing
+time to execute each notebook, its core path (the cells before ``going-further``) and its slowest
+cells. Prints figures and ratios; asserts nothing
 (tests never time).
 
     make benchmark            # or: .venv/bin/python benchmarks/run_all.py [--skip-notebooks]
@@ -86,6 +87,16 @@ def cell_seconds(nb: nbformat.NotebookNode) -> list[tuple[str, float]]:
     return times
 
 
+CORE_LIMIT_S = 60  # a chapter's core path (cells before 'going-further') on a quiet 2-core machine
+
+
+def core_seconds(nb: nbformat.NotebookNode) -> float:
+    """Seconds spent in the core path's cells: every code cell before ``going-further``."""
+    ids = [c.get("id") for c in nb.cells]
+    core = set(ids[:ids.index("going-further")] if "going-further" in ids else ids)
+    return sum(sec for cell, sec in cell_seconds(nb) if cell in core)
+
+
 def print_slowest_cells(name: str, nb: nbformat.NotebookNode, top: int = 3) -> None:
     times = sorted(cell_seconds(nb), key=lambda t: -t[1])
     shown = ", ".join(f"{cell} {sec:.1f} s" + (f" (over {CELL_LIMIT_S} s)" if sec > CELL_LIMIT_S else "")
@@ -116,6 +127,9 @@ def notebook_times(executed: Path | None) -> None:
             nb, seconds = run.nb, run.seconds
             print(f"notebook {path.name}: {seconds:.1f} s")
         total += seconds
+        core = core_seconds(nb)
+        print(f"  core path of {path.name}: {core:.1f} s in its cells"
+              + (f" (over {CORE_LIMIT_S} s)" if core > CORE_LIMIT_S else ""))
         print_slowest_cells(path.name, nb)
     print(f"all notebooks, one after another: {total:.1f} s")
 
