@@ -1,10 +1,14 @@
 """The four trimming rules, walked by hand beside LangChain's ``trim_messages``.
 
-The kept set always comes from ``trim_messages`` itself. :func:`trim_and_explain` walks the
-same rules once (:func:`_walk`) and from that one walk gets both explanations: a reason per
-message (:class:`TrimDecision`) and the step-by-step walk back from the newest message
-(:class:`WalkStep`, the lines of :meth:`TrimReport.walk_lines`). If the walk and
-``trim_messages`` ever disagree it raises instead of showing a wrong explanation. The rules:
+:func:`keep_by_rules` is the four rules as chapter 06 writes them in a cell (the same
+definition, saved here; ``tests/test_nb_06_trimming.py`` checks that the cell's copy, this one
+and ``trim_messages`` agree on the chapter's cases). The kept set a :class:`TrimReport` shows
+always comes from ``trim_messages`` itself. :func:`trim_and_explain` explains it from
+:func:`keep_by_rules` (:func:`_walk`: the walk with and without rule 4 gives where the walk
+back stopped and what rule 4 dropped): a reason per message (:class:`TrimDecision`) and the
+step-by-step walk back from the newest message (:class:`WalkStep`, the lines of
+:meth:`TrimReport.walk_lines`). If the rules and ``trim_messages`` ever disagree it raises
+instead of showing a wrong explanation. The rules:
 
 1. keep the newest messages (walk back from the newest one);
 2. always keep the system instruction and count it in the budget (``include_system=True``);
@@ -22,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, SystemMessage, trim_messages
+from langchain_core.messages import BaseMessage, trim_messages
 
 from course.trimming.counters import TokenCounter, as_counter, count_each, counter_name
 
@@ -33,6 +37,7 @@ __all__ = [
     "TrimReport",
     "WalkStep",
     "check_budget",
+    "keep_by_rules",
     "refused_options",
     "trim_and_explain",
 ]
@@ -85,6 +90,22 @@ class WalkStep:
         return self.text
 
 
+def keep_by_rules(messages: Sequence[BaseMessage], max_tokens: int, count: TokenCounter, *,
+                  include_system: bool = True, start_on: str | None = "human") -> list[int]:
+    """The indices of the messages the four rules keep, oldest first (chapter 06's cell)."""
+    start, budget = 0, max_tokens
+    if include_system and messages and messages[0].type == "system":  # rule 2: always kept,
+        start, budget = 1, max(0, max_tokens - count([messages[0]]))   # and counted
+    tail: list[int] = []
+    for i in range(len(messages) - 1, start - 1, -1):                 # rule 1: newest first
+        if count([messages[j] for j in [i, *tail]]) > budget:         # rule 3: a message fits
+            break                                                     # whole, or the walk stops
+        tail.insert(0, i)
+    while tail and start_on and messages[tail[0]].type != start_on:   # rule 4: start on a
+        tail.pop(0)                                                   # user turn
+    return [*range(start), *tail]
+
+
 def _walk(messages: list[BaseMessage], max_tokens: int, count: TokenCounter, strategy: str,
           include_system: bool, start_on: str | None
           ) -> tuple[list[tuple[bool, str]], list[WalkStep]]:
@@ -108,38 +129,45 @@ def _walk(messages: list[BaseMessage], max_tokens: int, count: TokenCounter, str
                                   f"+ {_label(m)}: {count([m])} -> {total} <= {max_tokens}, fits"))
         kept = used
     else:
-        start, budget = 0, max_tokens
-        if include_system and messages and isinstance(messages[0], SystemMessage):
+        # The walk of keep_by_rules, read back: without rule 4 it gives the tail that fitted
+        # (so where the walk stopped), with rule 4 what was dropped from its front.
+        with_system = include_system and bool(messages) and messages[0].type == "system"
+        start = 1 if with_system else 0
+        budget = max(0, max_tokens - count([messages[0]])) if with_system else max_tokens
+        fitted = keep_by_rules(messages, max_tokens, count, include_system=include_system,
+                               start_on=None)[start:]
+        tail = keep_by_rules(messages, max_tokens, count, include_system=include_system,
+                             start_on=start_on)[start:]
+        if with_system:
             sys_tokens = count([messages[0]])
-            start, budget = 1, max(0, max_tokens - sys_tokens)
             verdict[0] = (True, REASON_SYSTEM)
             steps.append(WalkStep("system", 0, sys_tokens, sys_tokens, budget,
                                   f"system message: {sys_tokens} tokens, always kept; "
                                   f"{max_tokens} - {sys_tokens} = {budget} tokens remain"))
-        tail: list[int] = []
-        for i in range(n - 1, start - 1, -1):
+        for k, i in enumerate(reversed(fitted)):
             m = messages[i]
-            total = count([messages[j] for j in [i, *tail]])
-            if total > budget:
-                left = " left after the system message" if start else ""
-                verdict[i] = (False, f"{REASON_OVER}: would make {total} > {budget}{left}")
-                for j in range(start, i):
-                    verdict[j] = (False, REASON_OLDER)
-                steps.append(WalkStep("stop", i, count([m]), total, budget,
-                                      f"+ {_label(m)}: {count([m])} -> {total} > {budget}: stop "
-                                      "(rule 1; rule 3 forbids keeping a part of it)"))
-                break
-            tail.insert(0, i)
+            total = count([messages[j] for j in fitted[len(fitted) - 1 - k:]])
             exact = " (fits exactly)" if total == budget else ""
             steps.append(WalkStep("fits", i, count([m]), total, budget,
                                   f"+ {_label(m)}: {count([m])} -> {total} <= {budget}, "
                                   f"fits{exact}"))
-        while tail and start_on is not None and messages[tail[0]].type != start_on:  # rule 4
-            first = tail.pop(0)
+        stop = (fitted[0] if fitted else n) - 1
+        if stop >= start:
+            m = messages[stop]
+            total = count([messages[j] for j in [stop, *fitted]])
+            left = " left after the system message" if start else ""
+            verdict[stop] = (False, f"{REASON_OVER}: would make {total} > {budget}{left}")
+            for j in range(start, stop):
+                verdict[j] = (False, REASON_OLDER)
+            steps.append(WalkStep("stop", stop, count([m]), total, budget,
+                                  f"+ {_label(m)}: {count([m])} -> {total} > {budget}: stop "
+                                  "(rule 1; rule 3 forbids keeping a part of it)"))
+        for first in fitted[:len(fitted) - len(tail)]:  # rule 4, oldest first
             m = messages[first]
+            rest = fitted[fitted.index(first) + 1:]
             verdict[first] = (False, f"would start on {_turn_name(m)} turn "
                                      f"(rule 4, start_on={start_on!r})")
-            steps.append(WalkStep("rule4", first, count([m]), count([messages[j] for j in tail]),
+            steps.append(WalkStep("rule4", first, count([m]), count([messages[j] for j in rest]),
                                   budget, f"- {_label(m)}: the kept history would start on "
                                   f"{_turn_name(m)} turn whose question was dropped: drop it "
                                   "(rule 4)"))
