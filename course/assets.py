@@ -323,25 +323,21 @@ def converted_model_dir() -> Path:
 def safetensors_problem(path: Path) -> str | None:
     """What is wrong with a ``.safetensors`` file (missing, truncated, bad header), or None.
 
-    Reads only the header: the file must be exactly as long as its header says its tensors
+    Reads only the header, with the reader transformers loads it with
+    (``safetensors.safe_open``): the file must be exactly as long as its header says its tensors
     end, so a copy cut short by a full disk or a killed process is caught without loading it.
     """
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            header_len = int.from_bytes(f.read(8), "little")
-            if header_len <= 0 or 8 + header_len > size:
-                return f"{path} is truncated or not a safetensors file (header of {header_len} bytes)"
-            header = json.loads(f.read(header_len))
-    except FileNotFoundError:
+    from safetensors import SafetensorError, safe_open
+
+    if not path.exists():
         return f"{path} is missing"
-    except (OSError, ValueError) as err:
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            handle.keys()
+    except SafetensorError as err:
+        return f"{path} is truncated or not a safetensors file ({err})"
+    except OSError as err:  # a folder, unreadable
         return f"{path} cannot be read as safetensors ({type(err).__name__}: {err})"
-    ends = [v["data_offsets"][1] for k, v in header.items()
-            if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v]
-    expected = 8 + header_len + max(ends, default=0)
-    if size != expected:
-        return f"{path} is {size:,} bytes, its header says {expected:,}: the copy is truncated"
     return None
 
 
@@ -702,6 +698,18 @@ def qwen_tokenizer() -> Any:
     return tokenizer
 
 
+def _converted_copy_cannot_load() -> bool:
+    """True when the converted copy passes its format checks but the loader's own (transformers'
+    AutoConfig, the model built on ``meta``, the weights' header; see
+    :func:`course.doctor.model_folder_problem`) fail: ``prepare`` converts it again. A copy
+    that is missing or fails its format checks is converted again by ``bundled_model_dir``."""
+    if not converted_model_dir().is_dir() or bundled_model_problem() is not None:
+        return False
+    from course.doctor import model_folder_problem
+
+    return model_folder_problem(converted_model_dir(), "bundled", "") is not None
+
+
 def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
     """Prepare everything the notebooks need offline; safe to run again (it checks first).
 
@@ -717,7 +725,8 @@ def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
     gpt2 = install_gpt2_tokenizer(force="gpt2" in wrong)
     load_gpt2_like_langchain()
     record_manifest("gpt2", sorted(p for p in gpt2.iterdir() if p.is_file()))
-    model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong)
+    model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong
+                                  or _converted_copy_cannot_load())
     record_manifest("bundled_model", sorted(p for p in model_dir.iterdir() if p.is_file()))
     try:
         qwen: Path | str = install_qwen_tokenizer(force="qwen" in wrong)

@@ -18,8 +18,19 @@ import importlib.metadata
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from course.settings import CourseSettingError, active_model, hub_offline, on_colab
+from course.settings import (
+    MODEL_SETTING,
+    CourseSettingError,
+    ModelChoice,
+    active_model,
+    hub_offline,
+    on_colab,
+)
+
+if TYPE_CHECKING:
+    from course.models import Placement
 
 LIBRARIES = [
     "torch", "transformers", "smolagents", "langgraph", "langchain-core",
@@ -123,6 +134,110 @@ def _gpu() -> Check:
     return Check("GPU", True, f"{seen}: models load on the {where.device} in {where.dtype}")
 
 
+PREPARE = "python -m course prepare"
+
+
+def local_folder_fix(folder: str | Path) -> str:
+    """The fix for a damaged model folder named by ``COURSE_MODEL`` (a path the student chose)."""
+    return (f"Fix: save the model into {folder} again (save_pretrained()), point {MODEL_SETTING} "
+            f"at another model folder, or unset {MODEL_SETTING} to use the bundled model.")
+
+
+def model_folder_problem(folder: str | Path, label: str, fix: str,
+                         where: Placement | None = None) -> str | None:
+    """Why the loader (``course.models._load``) cannot load the transformers model in ``folder``,
+    naming the file, or None; no weight is read.
+
+    The same calls as the loader, in its order: ``AutoConfig.from_pretrained`` on
+    ``config.json``; the weights' size estimated from it (:func:`course.models.check_fits`,
+    a model built on the ``meta`` device) against ``where``'s memory (skipped when ``where`` is
+    None); then the weights file transformers would pick (``model.safetensors``, its sharded
+    index, ``pytorch_model.bin``), each safetensors file's header read with
+    ``safetensors.safe_open`` (:func:`course.assets.safetensors_problem`). ``fix`` ends a
+    message about a damaged or missing file; a model too big for this machine gets
+    ``check_fits``' own message. Not checked: the tokenizer files and a ``.bin`` file's pickle
+    (reading either costs as much as loading it).
+    """
+    from transformers import AutoConfig
+    from transformers.utils import (
+        SAFE_WEIGHTS_INDEX_NAME,
+        SAFE_WEIGHTS_NAME,
+        WEIGHTS_INDEX_NAME,
+        WEIGHTS_NAME,
+    )
+    from transformers.utils.hub import get_checkpoint_shard_files
+
+    from course.assets import safetensors_problem
+    from course.models import check_fits, estimate_weight_bytes
+
+    folder = Path(folder)
+    config = folder / "config.json"
+
+    def why(err: BaseException) -> str:
+        text = " ".join(str(err).split())
+        return f"{type(err).__name__}: {text[:200]}"
+
+    try:
+        AutoConfig.from_pretrained(str(folder))
+    except Exception as err:  # whatever transformers raises, named with its file
+        return f"{config} cannot be read by transformers' AutoConfig ({why(err)}). {fix}"
+    try:
+        if where is None:
+            estimate_weight_bytes(str(folder))
+        else:
+            check_fits(str(folder), where, label)
+    except CourseSettingError as err:
+        return str(err)
+    except Exception as err:  # e.g. a negative size: the meta model cannot be built
+        return f"{config} describes a model that cannot be built ({why(err)}). {fix}"
+    names = (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_NAME, WEIGHTS_INDEX_NAME)
+    found = next((folder / n for n in names if (folder / n).is_file()), None)
+    if found is None:
+        return (f"{folder} holds no weights file (transformers looks for "
+                f"{', '.join(names)}). {fix}")
+    if found.name.endswith(".index.json"):
+        try:
+            shards, _ = get_checkpoint_shard_files(str(folder), str(found))
+        except Exception as err:  # broken JSON, no weight_map
+            return f"{found} cannot be read as a checkpoint index ({why(err)}). {fix}"
+        shards = [Path(s) for s in shards]
+    else:
+        shards = [found]
+    for shard in shards:
+        if shard.suffix == ".safetensors":
+            problem = safetensors_problem(shard)
+        else:
+            problem = None if shard.is_file() else f"{shard} is missing"
+        if problem:
+            return f"{problem}. {fix}"
+    return None
+
+
+def load_failure(choice: ModelChoice, source: str, err: BaseException) -> CourseSettingError:
+    """The course error for a model the loader could not load: the file that is broken (by
+    :func:`model_folder_problem`) and the fix that fits the setting.
+
+    The bundled model's converted copy is repaired by ``python -m course prepare``; nothing
+    tells a student to unset a ``COURSE_MODEL`` they never set. A local folder gets
+    :func:`local_folder_fix`; a hub id the advice to check it.
+    """
+    raw = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+    if choice.is_bundled:
+        fix = (f"Fix: run `{PREPARE}`; it checks the converted copy and converts the bundled "
+               "model again.")
+        problem = model_folder_problem(source, choice.value, fix)
+        return CourseSettingError(
+            f"The bundled model's converted copy at {source} could not be loaded ({raw}): "
+            + (problem or f"a file in it is damaged. {fix}"))
+    if choice.local_path:
+        problem = model_folder_problem(source, choice.value, local_folder_fix(source))
+        return CourseSettingError(f"{MODEL_SETTING}={choice.value!r} could not be loaded "
+                                  f"({raw}): " + (problem or local_folder_fix(source)))
+    return CourseSettingError(
+        f"{MODEL_SETTING}={choice.value!r} could not be loaded ({raw}). Fix: check the id, or "
+        f"unset {MODEL_SETTING} to use the bundled model.")
+
+
 def _model() -> Check:
     try:
         choice = active_model()
@@ -149,6 +264,12 @@ def _model() -> Check:
                 f"{choice.describe()}: GGUF at {gguf}, but {what} at {converted} ({problem})."
                 " Fix: run `python -m course prepare` (or `make assets`); it converts again.",
             )
+        problem = model_folder_problem(
+            converted, choice.value, f"Fix: run `{PREPARE}` (or `make assets`); it converts again.",
+            _placement_or_none())
+        if problem:
+            return Check("model", False, f"{choice.describe()}: the converted copy at {converted} "
+                                         f"cannot load: {problem}")
         return Check("model", True, f"{choice.describe()}; converted copy at {converted}")
     try:
         from course.models import served_model_name, transformers_source
@@ -156,9 +277,26 @@ def _model() -> Check:
         if not choice.in_kernel:
             name = served_model_name(choice)
             return Check("model", True, f"{choice.describe()} (serves {name})")
-        return Check("model", True, f"{choice.describe()} from {transformers_source(choice)}")
+        source = transformers_source(choice)
     except CourseSettingError as err:
         return Check("model", False, str(err))
+    if choice.local_path:
+        problem = model_folder_problem(source, choice.value, local_folder_fix(source),
+                                       _placement_or_none())
+        if problem:
+            return Check("model", False, f"{MODEL_SETTING}={choice.value!r}: {problem}")
+    return Check("model", True, f"{choice.describe()} from {source}")
+
+
+def _placement_or_none() -> Placement | None:
+    """Where the loader would put a model; None when COURSE_DEVICE is wrong (the GPU check says
+    so), and the model's size is then not compared with any memory."""
+    from course.models import placement
+
+    try:
+        return placement()
+    except CourseSettingError:
+        return None
 
 
 def _cache() -> Check:

@@ -314,11 +314,12 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
         # in tests/test_shared_weights.py; nothing may write into a parameter in place).
         model = AutoModelForCausalLM.from_pretrained(
             source, dtype=getattr(torch, where.dtype), **extra)
-    except (OSError, ValueError) as err:
-        raise CourseSettingError(
-            f"{MODEL_SETTING}={choice.value!r} could not be loaded ({str(err)[:300]}). Fix: "
-            f"check the id or path, or unset {MODEL_SETTING} to use the bundled model."
-        ) from err
+    except CourseSettingError:
+        raise
+    except Exception as err:  # a damaged file raises anything: the doctor's check names it
+        from course.doctor import load_failure
+
+        raise load_failure(choice, source, err) from err
     finally:
         hf_logging.enable_progress_bar()
     model.eval()
