@@ -178,10 +178,12 @@ class TurnRuns:
     """Several runs of the same questions, side by side per turn (all figures measured here).
 
     A run may stop before the others (a costly run asks fewer questions): its missing turns
-    read "not run".
+    read "not run". ``label`` is the first line of the text and the HTML (the provenance:
+    measured, and by which models); :meth:`summary` gives one line per run, ``str()`` every turn.
     """
 
     runs: dict[str, list[TurnRecord]]
+    label: str = "measured in this kernel"
 
     def __post_init__(self) -> None:
         if not self.runs:
@@ -198,6 +200,31 @@ class TurnRuns:
     def first_turn_without_name(self, label: str) -> int | None:
         return next((r.turn for r in self.runs[label] if not r.name_in_prompt), None)
 
+    def summary(self, counter: str | None = None) -> str:
+        """The label, then one line per run: the turns with the name in the prompt, how many
+        messages the model received, the stored message's size (characters, ``counter``
+        tokens: default the first counter)."""
+        lines = [f"{self.label}; one line per run ({len(self.turns())} turns):"]
+        for label, records in self.runs.items():
+            if not records:
+                lines.append(f"{label}: no turn run")
+                continue
+            counter_name = counter or next(iter(records[0].reply_tokens), None)
+
+            def span(values: list[int]) -> str:
+                return f"{min(values)}" if min(values) == max(values) else \
+                    f"{min(values)}-{max(values)}"
+
+            named = [r.turn for r in records if r.name_in_prompt]
+            ran = "" if len(records) == len(self.turns()) else \
+                f" (ran {len(records)} of {len(self.turns())} turns)"
+            tokens = (f", {span([r.reply_tokens[counter_name] for r in records])} "
+                      f"{counter_name} tokens" if counter_name else "")
+            lines.append(f"{label}{ran}: name in prompt on turns {named}; received "
+                         f"{span([len(r.received) for r in records])} messages; stored "
+                         f"{span([r.reply_chars for r in records])} chars{tokens}")
+        return "\n".join(lines)
+
     def _cell(self, r: TurnRecord | None) -> str:
         if r is None:
             return "not run"
@@ -206,7 +233,7 @@ class TurnRuns:
                 f"{'yes' if r.name_in_prompt else 'no'}, stored {r.reply_chars} chars ({counts})")
 
     def __str__(self) -> str:
-        lines = []
+        lines = [f"{self.label}; per turn, the stored assistant message's size by each counter:"]
         for t in self.turns():
             for label in self.runs:
                 lines.append(f"turn {t}, {label}: {self._cell(self.record(label, t))}")
@@ -221,8 +248,8 @@ class TurnRuns:
             + "".join(f"<td>{html.escape(self._cell(self.record(label, t)))}</td>"
                       for label in self.runs) + "</tr>"
             for t in self.turns())
-        return (f"<table><tr><th>turn</th>{head}</tr>{body}</table>"
-                "<p>measured in this kernel; token counts of the stored assistant message</p>")
+        return (f"<p>{html.escape(self.label)}; token counts of the stored assistant message</p>"
+                f"<table><tr><th>turn</th>{head}</tr>{body}</table>")
 
     def plot(self, counter: str | None = None):
         """Stored assistant message per turn: characters and tokens (``counter`` label)."""
@@ -243,6 +270,7 @@ class TurnRuns:
             ax.set_title(f"stored assistant message, {what.split()[0]}")
             ax.set_xticks(self.turns())
             ax.legend(fontsize=8)
+        fig.suptitle(self.label, fontsize=9)
         fig.tight_layout()
         return fig
 
@@ -256,9 +284,11 @@ class Conversation:
     recorder: PromptRecorder
     turns: list[TurnRecord]
     thread_id: str
+    label: str = ""
 
     def __str__(self) -> str:
-        return "\n".join(t.details() for t in self.turns)
+        """``label`` (the provenance of the replies: measured, which model) first, then turns."""
+        return "\n".join([self.label] * bool(self.label) + [t.details() for t in self.turns])
 
     __repr__ = __str__
 
@@ -266,14 +296,16 @@ class Conversation:
 def converse(chat_model: Any, token_counter: Any, *, thread_id: str, prompt_counter: Any,
              reply_counters: Mapping[str, Any], max_tokens: int | None = ORIGINAL_BUDGET,
              questions: Sequence[str] = QUESTIONS, build: Callable[..., Any] | None = None,
-             state_for_turn: Callable[[int, str], dict] | None = None) -> Conversation:
+             state_for_turn: Callable[[int, str], dict] | None = None,
+             label: str = "") -> Conversation:
     """Build a graph (default :func:`build_trimming_graph`; a remedy's builder works too) and run
     ``questions`` on ``thread_id``. ``token_counter`` is what the graph's trimmer counts with;
-    ``prompt_counter`` and ``reply_counters`` measure what the model got and what was stored."""
+    ``prompt_counter`` and ``reply_counters`` measure what the model got and what was stored;
+    ``label`` (e.g. ``"measured, SmolLM2-135M-Instruct (bundled)"``) heads the record's text."""
     recorder = PromptRecorder()
     build = build or build_trimming_graph
     app = build(chat_model, token_counter, max_tokens=max_tokens, recorder=recorder)
     turns = run_turns(app, recorder, questions, thread_id=thread_id,
                       prompt_counter=prompt_counter, reply_counters=reply_counters,
                       state_for_turn=state_for_turn)
-    return Conversation(app, recorder, turns, thread_id)
+    return Conversation(app, recorder, turns, thread_id, label)
