@@ -543,6 +543,25 @@ def _served_chat_openai():
 
             return await _acall_server(self.course_choice, self.course_timeout, call)
 
+        def _stream(self, *args: Any, **kwargs: Any):
+            if self.course_choice is None:
+                yield from super()._stream(*args, **kwargs)
+                return
+            yield from _stream_server(
+                self.course_choice, self.course_timeout,
+                lambda: super(ServedChatOpenAI, self)._stream(*args, **kwargs), _is_reply_chunk)
+
+        async def _astream(self, *args: Any, **kwargs: Any):
+            if self.course_choice is None:
+                async for chunk in super()._astream(*args, **kwargs):
+                    yield chunk
+                return
+            async for chunk in _astream_server(
+                    self.course_choice, self.course_timeout,
+                    lambda: super(ServedChatOpenAI, self)._astream(*args, **kwargs),
+                    _is_reply_chunk):
+                yield chunk
+
     return ServedChatOpenAI
 
 
@@ -668,6 +687,12 @@ def _served_smolagents_model():
             return _call_server(self.course_choice, self.course_timeout,
                                 lambda: super(ServedOpenAIServerModel, self).generate(
                                     *args, **kwargs))
+
+        def generate_stream(self, *args: Any, **kwargs: Any):
+            yield from _stream_server(
+                self.course_choice, self.course_timeout,
+                lambda: super(ServedOpenAIServerModel, self).generate_stream(*args, **kwargs),
+                lambda delta: bool(delta.content or delta.tool_calls))
 
     return ServedOpenAIServerModel
 
@@ -1039,4 +1064,58 @@ async def _acall_server(choice: ModelChoice, timeout: float, call):
             return await call()
         except Exception as err:
             await asyncio.sleep(_translate(choice, timeout, err, attempt == attempts - 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_NOT_A_STREAM = ("the answer to a streaming request is not a stream of OpenAI chat completion "
+                 "chunks: no 'data:' event held a reply (the body is not server-sent events, or "
+                 "every event's 'choices' list is empty)")
+
+
+def _is_reply_chunk(chunk: Any) -> bool:
+    """A LangChain stream chunk that comes from a reply: text, a tool call or a finish_reason
+    (an empty reply still ends with one); an event with empty ``choices`` has none of them."""
+    return bool(chunk.text or getattr(chunk.message, "tool_call_chunks", None)
+                or (chunk.generation_info or {}).get("finish_reason"))
+
+
+def _stream_server(choice: ModelChoice, timeout: float, start, is_reply):
+    """Yield the chunks of the stream ``start()`` opens, each HTTP request within ``timeout``
+    (the deadline transport); every failure is one :class:`ServerError`. The course's bounded
+    retries apply until the first chunk is yielded (a stream cannot be taken back after it); a
+    stream in which no chunk ``is_reply`` is a ServerError, not an empty answer."""
+    attempts = 1 + REQUEST_RETRIES
+    for attempt in range(attempts):
+        yielded = replied = False
+        try:
+            for chunk in start():
+                replied = replied or is_reply(chunk)
+                yielded = True
+                yield chunk
+            if not replied:
+                raise _request_failed(choice, _NOT_A_STREAM)
+            return
+        except Exception as err:
+            time.sleep(_translate(choice, timeout, err, yielded or attempt == attempts - 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _astream_server(choice: ModelChoice, timeout: float, start, is_reply):
+    """:func:`_stream_server` for an async generator function ``start``."""
+    import asyncio
+
+    attempts = 1 + REQUEST_RETRIES
+    for attempt in range(attempts):
+        yielded = replied = False
+        try:
+            async for chunk in start():
+                replied = replied or is_reply(chunk)
+                yielded = True
+                yield chunk
+            if not replied:
+                raise _request_failed(choice, _NOT_A_STREAM)
+            return
+        except Exception as err:
+            await asyncio.sleep(_translate(choice, timeout, err,
+                                           yielded or attempt == attempts - 1))
     raise AssertionError("unreachable")  # pragma: no cover
