@@ -17,8 +17,9 @@ from course.exports import lazy_exports
 
 #: What notebook 03 and the budget explorer use, by the module that defines it.
 _EXPORTS = {
-    "agent_loop": ("IdealBondTrajectory", "LoopRun", "StepDecision", "StopReason", "StopRules",
-                   "run_loop"),
+    "agent_loop": ("IdealBondTrajectory", "LoopRun", "LoopState", "LoopStep", "ScriptedModel",
+                   "StepDecision", "StopReason", "StopRules", "approximate_token_count",
+                   "count_messages", "describe_result", "run_loop", "system_prompt"),
     "budget_guard": ("budgeted_code_agent", "run_smolagents_with_budget", "scripted_code_model"),
     "budget_graph": ("build_budget_graph", "loop_diagram", "run_langgraph_with_budget"),
     "scenarios": ("replay_recorded_run", "stuck_search_model"),
@@ -29,7 +30,7 @@ _EXPORTS = {
     "reliability": ("chain_success", "chain_success_with_recovery", "plot_success_curves",
                     "simulate_chain"),
     "limitations": ("compare_search_tools", "success_within_budget", "tool_decisions"),
-    "pipelines": ("TICKET", "agent_chat", "compare", "outputs_seen"),
+    "pipelines": ("TICKET", "agent_chat", "compare", "outputs_seen", "scripted_agent"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -52,8 +52,11 @@ __all__ = [
     "StopRules",
     "approximate_token_count",
     "as_registry",
+    "count_messages",
+    "describe_result",
     "keep_recent",
     "run_loop",
+    "system_prompt",
 ]
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 
 from smolagents import CodeAgent
 from smolagents.memory import ActionStep
+from smolagents.monitoring import LogLevel
 from smolagents.utils import AgentError, AgentMaxStepsError
 
 from course.agents.replay import ReplayModel, local_tokenizer
@@ -162,8 +163,11 @@ def budgeted_code_agent(tools: Sequence[Any], model: Any, limits: StopRules) -> 
     """A real ``CodeAgent`` with ``max_steps`` from ``limits`` and a :class:`BudgetGuard`.
 
     The agent calls ``tools`` through chapter 01's door (:func:`course.tools.adapters.smolagents_door`).
+    Its logger is off (``LogLevel.OFF``): at ``verbosity_level=0`` smolagents still prints
+    "Agent interrupted." and "Reached max steps." in red, which a notebook shows as an error wall;
+    the stop reason is in the returned :class:`LibraryRun` instead.
     """
     guard = BudgetGuard(limits)
     agent = CodeAgent(tools=smolagents_door(list(tools)), model=model, max_steps=limits.max_steps,
-                      step_callbacks=[guard], verbosity_level=0)
+                      step_callbacks=[guard], verbosity_level=LogLevel.OFF)
     return agent, guard

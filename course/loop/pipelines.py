@@ -10,6 +10,10 @@ calls by :class:`ChatModelPolicy`. Both sample at the same temperature, and :fun
 measures per run: model calls, input and output tokens (the unit is named), wall time, and the
 outcome (the department the ticket reached, or none), over repeated runs.
 
+:func:`scripted_agent` runs the same loop with a *scripted* model that routes right
+(:class:`ScriptedChat`, not an LLM): what a working agent costs at the least on this ticket, the
+like-for-like figure beside the pipeline when the live model does not manage the call format.
+
 :func:`batched_replies` sends several independent conversations to a model in this kernel in
 one batched generation (chapter 03's tool-decision table uses it).
 
@@ -120,8 +124,9 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
-__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "agent_chat",
-           "batched_replies", "compare", "outputs_seen", "parse_department"]
+__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "ScriptedChat",
+           "agent_chat", "batched_replies", "compare", "outputs_seen", "parse_department",
+           "scripted_agent"]
 
 _CALL = re.compile(r"route_to\s*\(\s*(?:department\s*=\s*)?[\"']?(\w+)", re.I)
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.I | re.S)
@@ -259,6 +264,41 @@ def run_agent(chat: Any, ticket: str = TICKET, max_steps: int = 3) -> Attempt:
     return Attempt("agent", outcome, run.model_calls, run.input_tokens, run.output_tokens,
                    time.perf_counter() - start, list(policy.outputs), policy.name,
                    policy.token_unit)
+
+
+class ScriptedChat:
+    """*Scripted*: returns the given replies in order, as a chat model's ``invoke`` would (not an LLM).
+
+    Drives :class:`ChatModelPolicy` through the same parsing and token counting as the live agent
+    model, so the only difference from a live run is who wrote the text.
+    """
+
+    def __init__(self, replies: Sequence[str]) -> None:
+        if not replies:
+            raise ValueError("ScriptedChat needs at least one reply. Fix: pass a list of texts.")
+        self.replies = list(replies)
+        self.position = 0
+
+    def invoke(self, messages: Any, **kwargs: Any) -> Any:
+        from langchain_core.messages import AIMessage
+
+        text = self.replies[min(self.position, len(self.replies) - 1)]
+        self.position += 1
+        return AIMessage(content=text)
+
+
+def scripted_agent(ticket: str = TICKET, department: str = EXPECTED) -> Attempt:
+    """The agent loop with a *scripted* model that routes right: a working agent's fewest calls.
+
+    It writes ``CALL route_to(department=...)``, then ``ANSWER: ...``: two model calls, each
+    re-reading the instructions, the ticket and what came before, counted with the agent model's
+    own tokenizer (:func:`course.models.agent_tokenizer`).
+    """
+    chat = ScriptedChat([f"CALL route_to(department={department})",
+                         f"ANSWER: routed to {department}"])
+    attempt = run_agent(ChatModelPolicy(chat), ticket, max_steps=3)
+    attempt.model = "scripted: a router that routes right (not an LLM)"
+    return attempt
 
 
 # --------------------------------------------------------------------------------------------
