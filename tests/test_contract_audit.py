@@ -36,6 +36,7 @@ def _lines(path):
 # ----------------------------------------------------------------- an existing log is appended to
 
 
+@pytest.mark.contract("data loss")
 def test_an_existing_log_is_appended_to_not_overwritten(tmp_path):
     path = tmp_path / "audit.jsonl"
     _log({"a": 1, "b": 1}, {"a": 2, "b": 1}, {"a": 3, "b": 1}).to_jsonl(path)
@@ -45,6 +46,7 @@ def test_an_existing_log_is_appended_to_not_overwritten(tmp_path):
     assert [r["arguments"]["a"] for r in _lines(path)] == [1, 2, 3, 9]
 
 
+@pytest.mark.contract("data loss")
 def test_exporting_the_same_log_twice_appends_only_the_new_records(tmp_path):
     path = tmp_path / "audit.jsonl"
     gateway = _gateway()
@@ -56,6 +58,7 @@ def test_exporting_the_same_log_twice_appends_only_the_new_records(tmp_path):
     assert [r["seq"] for r in _lines(path)] == [1, 2]
 
 
+@pytest.mark.contract("data loss")
 def test_a_log_whose_last_line_is_cut_keeps_its_lines_apart(tmp_path):
     path = tmp_path / "audit.jsonl"
     path.write_text('{"seq": 1}\n{"seq": 2')  # an earlier export cut mid-line
@@ -94,6 +97,7 @@ ODD_ARGUMENTS = {
 }
 
 
+@pytest.mark.contract("data loss")
 @pytest.mark.parametrize("case", ODD_ARGUMENTS)
 def test_one_record_json_cannot_hold_is_marked_and_the_rest_written(tmp_path, case):
     value, says = ODD_ARGUMENTS[case]
@@ -109,6 +113,7 @@ def test_one_record_json_cannot_hold_is_marked_and_the_rest_written(tmp_path, ca
     assert odd["export_note"].startswith("written as marked strings")
 
 
+@pytest.mark.contract("data loss")
 def test_a_5000_digit_argument_through_the_gateway_is_exported(tmp_path):
     gateway = _gateway()
     gateway.execute("divide", {"a": 1, "b": 2}, subject="agent")
@@ -121,6 +126,7 @@ def test_a_5000_digit_argument_through_the_gateway_is_exported(tmp_path):
 # -------------------------------------------------------------- a bad path names itself and the fix
 
 
+@pytest.mark.contract("raw crash")
 def test_a_folder_is_a_clear_error_and_writes_nothing(tmp_path):
     with pytest.raises(IsADirectoryError, match=r"is a folder: give AuditLog\.to_jsonl a file") \
             as err:
@@ -129,11 +135,13 @@ def test_a_folder_is_a_clear_error_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.contract("raw crash")
 def test_a_missing_folder_is_made(tmp_path):
     path = tmp_path / "logs" / "today" / "audit.jsonl"
     assert _lines(_log({"a": 1, "b": 1}).to_jsonl(path))[0]["seq"] == 1
 
 
+@pytest.mark.contract("raw crash")
 def test_a_path_under_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError, match=r"cannot append the audit log to .*file.*a file name in a "

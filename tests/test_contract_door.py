@@ -88,6 +88,7 @@ BLOCKING = {"confirm callback": _blocking_confirm, "policy rule": _blocking_poli
             "tool registered without a timeout": _tool_without_timeout}
 
 
+@pytest.mark.contract("hang")
 @pytest.mark.parametrize("case", BLOCKING)
 def test_a_blocking_callback_or_tool_is_a_result_with_a_status_never_a_hang(case, monkeypatch):
     bound = 0.3
@@ -104,6 +105,7 @@ def test_a_blocking_callback_or_tool_is_a_result_with_a_status_never_a_hang(case
     assert not gw.pending  # a denied request does not stay pending
 
 
+@pytest.mark.contract("hang")
 def test_the_bounds_are_named_constants_with_sane_defaults():
     assert 0 < POLICY_TIMEOUT <= 60 and 0 < CONFIRM_TIMEOUT <= 3600
     assert 0 < DEFAULT_TOOL_TIMEOUT <= 600
@@ -115,6 +117,7 @@ def test_the_bounds_are_named_constants_with_sane_defaults():
     assert gateway_module.__all__.count("POLICY_TIMEOUT") == 1
 
 
+@pytest.mark.contract("unclear error")
 @pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan"), "5", True])
 def test_a_deadline_that_cannot_work_is_refused_naming_it(bad):
     with pytest.raises(ValueError, match="policy_timeout"):
@@ -123,6 +126,7 @@ def test_a_deadline_that_cannot_work_is_refused_naming_it(bad):
         ToolGateway(_registry(), {}, confirm_timeout=bad)
 
 
+@pytest.mark.contract("wrong result")
 def test_a_fast_confirm_and_policy_still_work_within_their_deadline():
     asked = []
     gw = ToolGateway(_registry(), {"agent": {"read", "critical"}},
@@ -145,6 +149,7 @@ CONFUSABLE = {
 }
 
 
+@pytest.mark.contract("wrong result")
 @pytest.mark.parametrize("case", CONFUSABLE)
 def test_a_name_confusable_with_a_registered_tool_is_refused_naming_both(case):
     reg = _registry()
@@ -160,6 +165,7 @@ NOT_ASCII = {"cyrillic alone": "\u043f\u043e\u0433\u043e\u0434\u0430",
              "accented": "m\u00e9t\u00e9o", "greek": "\u03ba\u03b1\u03b9\u03c1\u03bf\u03c2"}
 
 
+@pytest.mark.contract("wrong result")
 @pytest.mark.parametrize("case", NOT_ASCII)
 def test_a_name_that_is_not_an_ascii_identifier_is_refused(case):
     reg = ToolRegistry()
@@ -169,6 +175,7 @@ def test_a_name_that_is_not_an_ascii_identifier_is_refused(case):
     assert len(reg) == 0
 
 
+@pytest.mark.contract("wrong result")
 def test_distinct_ascii_names_still_register():
     reg = _registry()
     for name in ("get_weather2", "get_forecast", "weather", "get__weather"):
@@ -203,6 +210,7 @@ BAD_FILES = {"missing": _missing, "not JSON": _not_json, "a folder": _a_folder,
              "not UTF-8": _binary}
 
 
+@pytest.mark.contract("raw crash")
 @pytest.mark.parametrize("case", BAD_FILES)
 def test_configure_on_a_bad_file_names_the_file_and_the_fix(tmp_path, case):
     reg = _registry()
@@ -215,6 +223,7 @@ def test_configure_on_a_bad_file_names_the_file_and_the_fix(tmp_path, case):
     assert reg.allowlist == before  # nothing changes on a bad configuration
 
 
+@pytest.mark.contract("raw crash")
 @pytest.mark.parametrize("subject", [["agent"], None, 7, ("agent",), b"agent"])
 def test_a_subject_that_is_not_a_string_is_a_clear_error(subject):
     gw = ToolGateway(_registry(), {"agent": {"read"}})
@@ -226,6 +235,7 @@ def test_a_subject_that_is_not_a_string_is_a_clear_error(subject):
     assert len(gw.audit) == 0
 
 
+@pytest.mark.contract("raw crash")
 def test_grants_keyed_by_a_non_string_subject_are_refused():
     with pytest.raises(TypeError, match="not a string"):
         ToolGateway(_registry(), {("agent",): {"read"}})

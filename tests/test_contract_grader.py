@@ -70,6 +70,7 @@ def _a_special_file(tmp_path):
 BAD_OUTPUTS = {"folder": _folder, "under-a-file": _under_a_file, "device": _a_special_file}
 
 
+@pytest.mark.contract("data loss")
 @pytest.mark.parametrize("case", BAD_OUTPUTS)
 def test_a_bad_output_path_is_refused_before_any_notebook_is_graded(tmp_path, graded, case,
                                                                     capsys):
@@ -86,6 +87,7 @@ def test_a_bad_output_path_is_refused_before_any_notebook_is_graded(tmp_path, gr
     assert "cannot grade" in message and str(out) in message and "Traceback" not in message
 
 
+@pytest.mark.contract("data loss")
 def test_a_feedback_path_that_is_a_file_is_refused_before_grading(tmp_path, graded):
     (tmp_path / "feedback").write_text("x")
     with pytest.raises(OutputPathError, match=r"feedback folder .* is a file"):
@@ -94,6 +96,7 @@ def test_a_feedback_path_that_is_a_file_is_refused_before_grading(tmp_path, grad
     assert graded == []
 
 
+@pytest.mark.contract("wrong result")
 def test_a_good_output_path_in_a_new_folder_is_written(tmp_path, graded):
     out = tmp_path / "results" / "week1" / "scores.csv"
     grade_class(_class(tmp_path, "alice"), [SOURCE.parent], out, log=None)
@@ -113,6 +116,7 @@ FORMULAS = {
 }
 
 
+@pytest.mark.contract("wrong result")
 @pytest.mark.parametrize("case", FORMULAS)
 def test_a_formula_leading_student_name_is_escaped_in_the_csv(tmp_path, graded, case):
     name = FORMULAS[case]
@@ -126,6 +130,7 @@ def test_a_formula_leading_student_name_is_escaped_in_the_csv(tmp_path, graded, 
     assert row["total"] == "1"
 
 
+@pytest.mark.contract("wrong result")
 def test_formula_leading_notes_and_notebook_names_are_escaped(tmp_path):
     result = NotebookResult("=evil", "@book.ipynb", [CellScore("ex1-check", 0, 1, "failed")],
                             notes=["-submission refused: =cmd|' /C calc'!A0"])
@@ -140,6 +145,7 @@ def test_formula_leading_notes_and_notebook_names_are_escaped(tmp_path):
 # ------------------------------------------------- (3) two notebooks of one name, graded once
 
 
+@pytest.mark.contract("data loss")
 def test_two_notebooks_of_one_name_are_graded_once_and_the_other_named(tmp_path, graded):
     submitted = _class(tmp_path, "alice", "bob")
     (submitted / "alice" / "old").mkdir()
@@ -159,6 +165,7 @@ def test_two_notebooks_of_one_name_are_graded_once_and_the_other_named(tmp_path,
         "alice/practice.ipynb", "bob/practice.ipynb"]
 
 
+@pytest.mark.contract("data loss")
 def test_nbgrader_layout_duplicates_are_named_too(tmp_path, graded):
     submitted = tmp_path / "submitted"
     for assignment in ("week1", "week2"):
@@ -174,6 +181,7 @@ def test_nbgrader_layout_duplicates_are_named_too(tmp_path, graded):
 # ------------------------------------------------------------------------ one real run, no mock
 
 
+@pytest.mark.contract("wrong result")
 def test_a_real_run_with_a_formula_name_and_a_duplicate(tmp_path):
     submitted = tmp_path / "submitted"
     name = '=HYPERLINK("evil.example","click")'

@@ -133,7 +133,9 @@ def bundled_copy(empty_cache, monkeypatch):
             (copy / path.name).symlink_to(path)  # read only; never written by these tests
         else:
             shutil.copy2(path, copy / path.name)
-    return copy
+    models._load.cache_clear()  # a bundled model loaded from the real cache is not this copy
+    yield copy
+    models._load.cache_clear()  # nor is this one, for the tests after
 
 
 BUNDLED_BROKEN = {
@@ -162,3 +164,20 @@ def test_a_broken_bundled_copy_names_the_file_and_prepare_not_unset(bundled_copy
 @pytest.mark.contract("wrong result")
 def test_a_good_bundled_copy_is_left_alone(bundled_copy):
     assert doctor._model().ok and not assets._converted_copy_cannot_load()
+
+
+@pytest.mark.slow
+@pytest.mark.contract("raw crash")
+def test_loading_a_damaged_bundled_copy_converts_it_again_instead_of_crashing(bundled_copy):
+    """The finding: ``tokenizer.json`` = ``{}`` or a broken chat template made loading fail raw
+    (``KeyError: 'added_tokens'``, jinja2 ``TemplateSyntaxError``). The loader's source check
+    finds the damage and converts the copy again from the GGUF, then loads and answers."""
+    (bundled_copy / "tokenizer.json").write_text("{}")
+    (bundled_copy / "chat_template.jinja").write_text("{% if %}")
+    assert "tokenizer.json" in assets.bundled_model_problem()
+    local = models.load_local_model()
+    assert local.source == str(bundled_copy)
+    assert assets.bundled_model_problem() is None and not assets._converted_copy_cannot_load()
+    assert "added_tokens" in json.loads((bundled_copy / "tokenizer.json").read_text())
+    reply = local.generate([{"role": "user", "content": "What is 2+2?"}], max_new_tokens=8)
+    assert isinstance(reply, str) and reply.strip()

@@ -53,6 +53,7 @@ def hold_lock():
         proc.wait(timeout=10)
 
 
+@pytest.mark.contract("hang")
 def test_the_wait_is_bounded_by_a_named_constant():
     assert 1 <= LOCK_WAIT_S <= 10
     assert issubclass(DatabaseLockedError, CheckpointStoreError)
@@ -68,6 +69,7 @@ def _check_locked_message(err, db, holder):
     assert "-wal" in text
 
 
+@pytest.mark.contract("hang")
 def test_a_lock_taken_mid_conversation_gives_a_bounded_course_error(tmp_path, hold_lock):
     db = tmp_path / "memory.sqlite"
     app = build_chat_graph(ScriptedEcho(), checkpointer=sqlite_checkpointer(db))
@@ -82,12 +84,14 @@ def test_a_lock_taken_mid_conversation_gives_a_bounded_course_error(tmp_path, ho
     _check_locked_message(err, db, holder)
 
 
+@pytest.mark.contract("hang")
 def test_unguarded_saver_waits_with_the_same_bound(tmp_path, hold_lock):
     db = tmp_path / "memory.sqlite"
     saver = sqlite_checkpointer(db, guard=False)
     assert saver.conn.execute("PRAGMA busy_timeout").fetchone()[0] == int(LOCK_WAIT_S * 1000)
 
 
+@pytest.mark.contract("unclear error")
 @pytest.mark.parametrize("mode", ["rollback"])
 def test_a_lock_held_before_opening_is_not_called_a_broken_database(tmp_path, hold_lock, mode):
     db = tmp_path / "memory.sqlite"
@@ -97,6 +101,7 @@ def test_a_lock_held_before_opening_is_not_called_a_broken_database(tmp_path, ho
     _check_locked_message(err, db, holder)
 
 
+@pytest.mark.contract("unclear error")
 def test_a_real_broken_file_still_gets_the_new_file_advice(tmp_path):
     db = tmp_path / "memory.sqlite"
     db.write_bytes(b"\x89PNG not a database" * 100)
@@ -106,12 +111,14 @@ def test_a_real_broken_file_still_gets_the_new_file_advice(tmp_path):
     assert "not a SQLite database" in str(err.value)
 
 
+@pytest.mark.contract("data loss")
 def test_the_docstring_says_wal_and_shm_belong_to_the_database():
     doc = sqlite_checkpointer.__doc__
     assert "-wal" in doc and "-shm" in doc and "together" in doc
     assert "-wal" in checkpoints.__doc__
 
 
+@pytest.mark.contract("data loss")
 def test_checkpoint_wal_makes_the_main_file_alone_complete(tmp_path):
     db = tmp_path / "memory.sqlite"
     saver = sqlite_checkpointer(db)
@@ -127,6 +134,7 @@ def test_checkpoint_wal_makes_the_main_file_alone_complete(tmp_path):
     assert saved_messages(again, "t") == want
 
 
+@pytest.mark.contract("data loss")
 def test_memory_database_warns_once(monkeypatch):
     monkeypatch.setattr(checkpoints, "_MEMORY_WARNED", False)
     with warnings.catch_warnings(record=True) as seen:
@@ -137,6 +145,7 @@ def test_memory_database_warns_once(monkeypatch):
     assert len(said) == 1 and "MemorySaver" in str(said[0].message)
 
 
+@pytest.mark.contract("wrong result")
 def test_a_file_database_does_not_warn(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoints, "_MEMORY_WARNED", False)
     with warnings.catch_warnings():

@@ -32,6 +32,7 @@ def _with_new_beside(source, dest):
 # ------------------------------------------------------------ (1) a .new file the student edited
 
 
+@pytest.mark.contract("data loss")
 @pytest.mark.parametrize("student_edits_new", [True, False], ids=["edited-new", "untouched-new"])
 def test_an_edited_new_file_is_kept_and_the_next_edition_goes_beside_it(folders,
                                                                        student_edits_new):
@@ -64,6 +65,7 @@ def test_an_edited_new_file_is_kept_and_the_next_edition_goes_beside_it(folders,
 # ------------------------------------------------------- (2) restore backs up every file it removes
 
 
+@pytest.mark.contract("data loss")
 def test_restore_backs_up_an_edited_new_file_before_removing_it(folders):
     source, dest = folders
     _with_new_beside(source, dest)
@@ -105,6 +107,7 @@ UNREADABLE = {
 }
 
 
+@pytest.mark.contract("raw crash")
 @pytest.mark.parametrize("case", UNREADABLE)
 def test_an_unreadable_notebook_skips_its_chapter_and_syncs_the_rest(folders, case):
     source, dest = folders
@@ -132,6 +135,7 @@ BROKEN_MANIFESTS = {
 }
 
 
+@pytest.mark.contract("raw crash")
 @pytest.mark.parametrize("case", BROKEN_MANIFESTS)
 def test_a_broken_manifest_is_backed_up_and_rebuilt_keeping_every_notebook(folders, case):
     source, dest = folders
@@ -151,6 +155,7 @@ def test_a_broken_manifest_is_backed_up_and_rebuilt_keeping_every_notebook(folde
     assert sync_student_copy(source, dest).notes == []
 
 
+@pytest.mark.contract("raw crash")
 def test_restore_with_a_broken_manifest_backs_it_up_and_restores(folders):
     source, dest = folders
     sync_student_copy(source, dest)
@@ -171,6 +176,7 @@ LINKS = {  # case: the path in the student's folder that becomes a link to an ou
 }
 
 
+@pytest.mark.contract("data loss")
 @pytest.mark.parametrize("case", LINKS)
 def test_sync_and_restore_never_write_through_a_link(folders, tmp_path, case):
     source, dest = folders
@@ -196,6 +202,7 @@ def test_sync_and_restore_never_write_through_a_link(folders, tmp_path, case):
     assert main(["--source", str(source), "--dest", str(dest), "restore", "00"]) == 2
 
 
+@pytest.mark.contract("data loss")
 @pytest.mark.parametrize("folder", [".edition", "backups"])
 def test_a_linked_folder_in_the_student_copy_is_refused(folders, tmp_path, folder):
     source, dest = folders
