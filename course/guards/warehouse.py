@@ -291,42 +291,62 @@ class Specialist:
         return Proposal(self.name, tool, arguments, self.registry.spec(tool).risk, reason)
 
     def _propose_supply(self, task: Task) -> SpecialistReport:
-        sku, quantity = task.fields["sku"], task.fields["quantity"]
-        site = task.fields.get("ship_from", "HAM")
-        stock = self.read("get_stock", sku=sku)
-        seen = [f"get_stock({sku!r}) -> {stock}"]
-        proposals = []
-        short = quantity - stock.get(site, 0)
-        if short > 0:
-            donor = max((s for s in stock if s != site), key=lambda s: stock[s])
-            proposals.append(self._proposal(
-                "move_stock", {"sku": sku, "quantity": short, "from_site": donor, "to_site": site},
-                f"{site} holds {stock.get(site, 0)}, the order needs {quantity}"))
-        return SpecialistReport(self.name, proposals, seen, {"ship_from": site})
+        stock = self.read("get_stock", sku=task.fields["sku"])
+        site, actions = supply_rule(task.fields, stock)
+        return SpecialistReport(self.name, [self._proposal(*a) for a in actions],
+                                [f"get_stock({task.fields['sku']!r}) -> {stock}"],
+                                {"ship_from": site})
 
     def _propose_transit(self, task: Task) -> SpecialistReport:
         proposals, seen = [], []
         for move in task.fields.get("moves", []):
             lane = self.read("find_lane", from_site=move["from_site"], to_site=move["to_site"])
             seen.append(f"find_lane({move['from_site']!r}, {move['to_site']!r}) -> {lane}")
-            proposals.append(self._proposal(
-                "book_transfer", {**move, "carrier": lane["carrier"]},
-                f"{lane['days']} days with {lane['carrier']}"))
+            proposals.append(self._proposal(*transit_rule(move, lane)))
         return SpecialistReport(self.name, proposals, seen, {"moves": len(proposals)})
 
     def _propose_export(self, task: Task) -> SpecialistReport:
-        declaration_id, sku = task.fields["declaration"], task.fields["sku"]
-        quantity = task.fields["quantity"]
+        declaration_id = task.fields["declaration"]
         declaration = self.read("get_declaration", declaration_id=declaration_id)
-        seen = [f"get_declaration({declaration_id!r}) -> {declaration}"]
-        proposals = []
-        if declaration["lines"].get(sku, 0) != quantity:
-            proposals.append(self._proposal(
-                "amend_declaration", {"declaration_id": declaration_id, "sku": sku,
-                                      "quantity": quantity},
-                f"declared {declaration['lines'].get(sku, 0)}, the order ships {quantity}"))
-        return SpecialistReport(self.name, proposals, seen,
+        return SpecialistReport(self.name,
+                                [self._proposal(*a) for a in export_rule(task.fields, declaration)],
+                                [f"get_declaration({declaration_id!r}) -> {declaration}"],
                                 {"ship_from": declaration["ship_from"]})
+
+
+# -- the specialists' rules: what each proposes from what it read (one truth for the rule-based
+# specialists above and the scripted models of course.guards.managed) -------------------------
+Action = tuple[str, dict[str, Any], str]  # (tool, arguments, reason)
+
+
+def supply_rule(fields: dict[str, Any], stock: dict[str, int]) -> tuple[str, list[Action]]:
+    """The site supply plans for (``ship_from``, else HAM) and the stock move it proposes, if any."""
+    sku, quantity = fields["sku"], fields["quantity"]
+    site = fields.get("ship_from", "HAM")
+    short = quantity - stock.get(site, 0)
+    if short <= 0:
+        return site, []
+    donor = max((s for s in stock if s != site), key=lambda s: stock[s])
+    return site, [("move_stock", {"sku": sku, "quantity": short, "from_site": donor,
+                                  "to_site": site},
+                   f"{site} holds {stock.get(site, 0)}, the order needs {quantity}")]
+
+
+def transit_rule(move: dict[str, Any], lane: dict[str, Any]) -> Action:
+    """The transfer booking transit proposes for one stock move over ``lane``."""
+    return ("book_transfer", {**move, "carrier": lane["carrier"]},
+            f"{lane['days']} days with {lane['carrier']}")
+
+
+def export_rule(fields: dict[str, Any], declaration: dict[str, Any]) -> list[Action]:
+    """The amendment export proposes when the declared quantity differs from the order's."""
+    sku, quantity = fields["sku"], fields["quantity"]
+    declared = declaration["lines"].get(sku, 0)
+    if declared == quantity:
+        return []
+    return [("amend_declaration", {"declaration_id": fields["declaration"], "sku": sku,
+                                   "quantity": quantity},
+             f"declared {declared}, the order ships {quantity}")]
 
 
 def make_specialists(warehouse: Warehouse) -> dict[str, Specialist]:
@@ -459,6 +479,27 @@ def check_consistency(order: dict, reports: list[SpecialistReport],
     return conflicts
 
 
+def supply_task(order_id: str, order: dict, hand_off: HandOff = "structured") -> Task:
+    """The hand-off to supply: ``structured`` passes the shipping site, ``lossy`` drops it."""
+    fields = {"sku": order["sku"], "quantity": order["quantity"]}
+    if hand_off == "structured":
+        fields["ship_from"] = order["ship_from"]
+    return Task("supply", f"make {order['quantity']} x {order['sku']} available for {order_id}",
+                fields)
+
+
+def transit_task(moves: list[dict[str, Any]]) -> Task:
+    """The hand-off to transit: the stock moves supply proposed."""
+    return Task("transit", f"carry {len(moves)} stock move(s)", {"moves": moves})
+
+
+def export_task(order: dict) -> Task:
+    """The hand-off to export: the declaration, SKU and quantity of the order."""
+    return Task("export", f"declare {order['quantity']} x {order['sku']} on {order['declaration']}",
+                {"declaration": order["declaration"], "sku": order["sku"],
+                 "quantity": order["quantity"]})
+
+
 class Coordinator:
     """Receives the request, routes tasks to specialists, assembles and checks one plan."""
 
@@ -482,21 +523,14 @@ class Coordinator:
         if hand_off not in ("structured", "lossy"):
             raise ValueError(f"hand_off must be 'structured' or 'lossy', got {hand_off!r}")
         order = self.order(order_id)
-        sku, quantity = order["sku"], order["quantity"]
-        supply_fields = {"sku": sku, "quantity": quantity}
-        if hand_off == "structured":
-            supply_fields["ship_from"] = order["ship_from"]
-        tasks = [Task("supply", f"make {quantity} x {sku} available for {order_id}",
-                      supply_fields)]
+        tasks = [supply_task(order_id, order, hand_off)]
         reports = [self.specialists["supply"].propose(tasks[0])]
         moves = [dict(p.arguments) for p in reports[0].proposals if p.tool == "move_stock"]
-        tasks.append(Task("transit", f"carry {len(moves)} stock move(s)", {"moves": moves}))
+        tasks.append(transit_task(moves))
         reports.append(self.specialists["transit"].propose(tasks[1]))
-        tasks.append(Task("export", f"declare {quantity} x {sku} on {order['declaration']}",
-                          {"declaration": order["declaration"], "sku": sku,
-                           "quantity": quantity}))
+        tasks.append(export_task(order))
         reports.append(self.specialists["export"].propose(tasks[2]))
-        stock = self.specialists["supply"].read("get_stock", sku=sku)
+        stock = self.specialists["supply"].read("get_stock", sku=order["sku"])
         return CoordinatedPlan(order_id, hand_off, tasks, reports,
                                check_consistency(order, reports, stock))
 
