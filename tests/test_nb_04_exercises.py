@@ -88,3 +88,12 @@ def test_the_written_question_is_graded_by_hand_and_hidden_from_students():
     assert meta["points"] == 2 and "Rubric" in answer.source
     student = {c.id: c for c in student_edition(instructor).cells}
     assert "Rubric" not in student["written-answer"].source
+
+
+def test_exercise_4_hint_says_what_was_expected_and_what_came_back():
+    verdict = EXERCISES.grade(4, _names(), lambda proposals: [], label="constant empty")
+    assert verdict.rejected, verdict
+    assert "should give two strings" in verdict.printed and "returned []" in verdict.printed
+    flagged = EXERCISES.grade(4, _names(), lambda proposals: ["conflict"], label="always one")
+    assert flagged.rejected and "should give []" in flagged.printed
+    assert "returned ['conflict']" in flagged.printed, flagged

@@ -91,11 +91,43 @@ def test_specialists_see_only_their_tools_and_have_shorter_prompts(run):
     assert "nobody can confirm" in isolation
 
 
+def test_the_team_is_a_manager_with_managed_agents(run):
+    text = run.text("team")
+    assert ast.literal_eval(field(text, "the manager's managed agents")) == {
+        "supply": "ToolCallingAgent", "transit": "ToolCallingAgent", "export": "ToolCallingAgent"}
+    assert ast.literal_eval(field(text, "supply's tools")) == ["get_stock", "propose", "final_answer"]
+    assert "managed_agents=list(agents.values())" in text  # the source the cell prints
+
+
+def test_the_scripted_team_proposes_the_consistent_plan(run):
+    text = run.text("plan")
+    assert text.splitlines()[0].startswith("scripted models (not an LLM)")
+    steps = ast.literal_eval(field(text, "scripted models (not an LLM) driving smolagents agents; "
+                                         "steps per agent"))
+    assert steps == {"manager": 4, "supply": 3, "transit": 3, "export": 3}
+    assert "verdict: consistent" in text
+    assert re.search(r"\[supply\] move_stock\(.*quantity=25.*risk=critical", text)
+    assert field(text, "same proposals as the rule-based Coordinator().plan") == "True"
+
+
 def test_coordinator_detects_the_lost_context(run):
     text = run.text("lossy")
-    assert "CONFLICT: supply planned for site HAM, but the order ships from RTM" in text
-    assert "REJECTED by the coordinator" in text
-    assert "verdict: consistent" in run.text("plan")
+    assert text.splitlines()[0].startswith("scripted models")
+    supply_task = re.search(r"^manager -> supply: .* fields=(\{.*\})$", text, flags=re.M).group(1)
+    assert "ship_from" not in ast.literal_eval(supply_task)
+    assert ast.literal_eval(field(text, "supply's final answer named the site")) == {"ship_from": "HAM"}
+    conflicts = re.findall(r"^CONFLICT: (.*)$", text, flags=re.M)
+    assert conflicts == ["supply planned for site HAM, but the order ships from RTM (context lost "
+                         "in the hand-off)", "export ships 40 x SKU-100 from RTM, but RTM will "
+                         "hold 15 (15 on hand + 0 moved in)"]
+    assert field(text, "verdict") == "REJECTED by the coordinator, not executed"
+    assert field(text, "the package's check_consistency agrees") == "True"
+
+
+def test_the_confirm_node_source_is_shown(run):
+    text = run.text("confirm-source")
+    assert text.startswith("    def confirm(") and "interrupt(request)" in text
+    assert "gateway.deny(" in text and "gateway.approve(" in text
 
 
 def test_the_reader_decodes_only_what_the_text_says_to(run):
@@ -105,19 +137,37 @@ def test_the_reader_decodes_only_what_the_text_says_to(run):
     assert "the reader makes: no call" in unnamed
 
 
-def test_naive_table_differs_by_wording(run):
+def test_naive_summary_first_and_rows_differ_by_wording(run):
     text = run.text("naive")
-    rows = dict(re.findall(r"^\[[\w ]+\] ([^:]+): read .* -> (.*)$", text, flags=re.M))
-    assert len(rows) >= 30
+    assert text.startswith("naive runtime, scripted literal reader:")
+    rows = dict(re.findall(r"^  \[[\w ]+\] ([^:]+): (.*)$", text, flags=re.M))
     assert rows["base64"] == "send_email: ok" and rows["base64, encoding not named"] == "no call made"
     assert rows["French"] == "send_email: ok" and rows["German"] == "no call made"
+    assert rows["urgent imperative"] == "SEND_EMAIL: unknown_tool"
     assert rows["invented tool name"] == "admin_override: unknown_tool"
+    assert "print(naive) for all 37 rows" in text
     naive = counts(field(text, "naive runtime, scripted literal reader"))
+    assert naive["payloads tried"] == 37
     assert 20 <= naive["got through"] < naive["payloads tried"]
     assert naive["executed without approval"] >= naive["got through"]
     by_kind = ast.literal_eval(field(text, "got through, by kind (through/tried)"))
     through, tried = map(int, by_kind["encoded"].split("/"))
     assert 0 < through < tried
+    assert sum(int(v.split("/")[0]) for v in by_kind.values()) == naive["got through"]
+
+
+def test_which_payloads_contain_the_literal_string(run):
+    text = run.text("wording-filter")
+    assert ast.literal_eval(field(text, "wanted send_email without the literal string in their "
+                                        "text")) == ["base64", "rot13", "hex"]
+    assert ast.literal_eval(field(text, "the French and split rows contain it")) == {
+        "French": True, "split across two pages": True, "split across page and email": True}
+    missed = ast.literal_eval(re.search(r"the filter flags nothing in \d+ of them: (\[.*\])",
+                                        text).group(1))
+    assert "rot13" in missed and "French" not in missed and "base64" not in missed
+    assert {"post to a public channel", "delete a backup"} <= set(missed)
+    answer = next(c.source for c in run.nb.cells if c.get("id") == "written-answer")
+    assert "only base64, rot13 and hex lack the literal string" in answer
 
 
 def test_guarded_runtime_executes_nothing_without_approval(run):
@@ -155,8 +205,15 @@ def test_sandbox_contains_resources_and_nothing_escapes(run):
     assert field(text, "memory bomb").startswith("memory")
     assert field(text, "sleeper").startswith("timeout")
     assert int(field(text, "the kernel is still here")) == 42
-    summary = re.search(r"escape attempts tried: (\d+), escaped: (\d+)", run.text("escape-suite"))
+    escapes = run.text("escape-suite")
+    summary = re.search(r"^escape attempts tried: (\d+), escaped: (\d+) \(measured\)", escapes)
     assert int(summary.group(1)) >= 30 and int(summary.group(2)) == 0
+    kinds = re.findall(r"^  \[([\w -]+)\] (\d+) tried, escaped (\d+); stopped by: (.*)$", escapes,
+                       flags=re.M)
+    assert sum(int(n) for _, n, _, _ in kinds) == int(summary.group(1))
+    assert all(e == "0" for _, _, e, _ in kinds)
+    assert dict((k, by) for k, _, _, by in kinds)["format"] == "process: clean environment"
+    assert len(escapes.splitlines()) < 20  # one line per kind, not one per attempt
     assert re.search(r"escaped: 2\b", run.text("executor-alone"))
     assert "It is not a security sandbox" in run.text("executor-docstring")
 
@@ -166,5 +223,30 @@ def test_closing_note_and_exercises(run):
     assert re.search(r"executed without approval: 0 guarded, [1-9]\d* naive", note)
     assert re.search(r"got through the naive runtime: [1-9]\d*", note)
     assert re.search(r"escaped: 0$", note, flags=re.M)
+    assert "structured hand-off -> 0 conflicts; lossy hand-off -> 2 conflicts" in note
+    assert "[passed] Quiz" in run.text("quiz-check")
     for n in range(1, 5):
         assert "[passed]" in run.text(f"ex{n}-check"), run.text(f"ex{n}-check")
+
+
+def test_the_live_team_row_says_what_this_model_did(run):
+    text = run.text("team-live")
+    assert re.match(r"measured, .+: N = 1 request, \d+ s", text)
+    steps = ast.literal_eval(field(text, "steps per agent"))
+    assert 1 <= steps["manager"] <= 2 + 1 and all(steps[n] <= 2 for n in ("supply", "transit", "export"))
+    called = field(text, "managed agents the manager called")
+    proposals = field(text, "proposals recorded")
+    check = field(text, "coordinator's check")
+    if called == "none":  # the bundled model offline: it routed nowhere, so nothing was proposed
+        assert proposals == "none" and all(steps[n] == 0 for n in ("supply", "transit", "export"))
+        assert "the manager never asked supply" in check and check.endswith("REJECTED, not executed")
+    assert check.endswith("consistent") or check.endswith("REJECTED, not executed")
+
+
+def test_no_output_is_a_wall_of_text(run):
+    for cell in run.nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.output_type == "stream" else out.get(
+                "data", {}).get("text/plain", "")
+            assert len(text) <= 3000, (cell.get("id"), len(text))
+            assert not (out.output_type == "stream" and out.name == "stderr"), (cell.get("id"), text)
