@@ -102,9 +102,45 @@ def test_exercise1_accepts_the_solution(base):
     _passes(1, base)
 
 
-# --- exercise 2: history gain (the bundled model's logits) --------------------------------
+# --- exercise 2: build the memory graph (state schema, reducers, checkpointer) -------------
 
-def test_exercise2_rejects_and_accepts(probe_namespace):
+EX2 = EXERCISES.cells["ex2-solution"]
+EX2_WRONG = {
+    "stores the prompt too": EX2.replace(
+        'return {"messages": [chat_model.invoke([system, *state["messages"]])]}',
+        'return {"messages": [system, chat_model.invoke([system, *state["messages"]])]}'),
+    "no reducer on topics": EX2.replace("topics: Annotated[list[str], add_unique]",
+                                        "topics: list[str]"),
+    "no reducer on messages": EX2.replace("messages: Annotated[list[AnyMessage], add_messages]",
+                                          "messages: list[AnyMessage]"),
+    "its own checkpointer": EX2.replace(
+        "return builder.compile(checkpointer=checkpointer)",
+        "from langgraph.checkpoint.memory import MemorySaver\n"
+        "    return builder.compile(checkpointer=MemorySaver())"),
+    "only the newest message": EX2.replace('[system, *state["messages"]]',
+                                           'state["messages"][-1:]'),
+    "no system message": EX2.replace('[system, *state["messages"]]', 'state["messages"]'),
+    "topics not in the prompt": EX2.replace(
+        "f\"Topics so far: {', '.join(state.get('topics', []))}.\"", '"Topics so far: ."'),
+}
+
+
+@pytest.mark.parametrize("label", sorted(EX2_WRONG))
+def test_exercise2_rejects(base, label):
+    answer = EX2_WRONG[label]
+    assert answer != EX2, f"the wrong answer {label!r} did not change the solution"
+    verdict = EXERCISES.grade(2, base, answer, before=("ex1-solution",), label=label)
+    assert verdict.rejected, verdict
+
+
+def test_exercise2_accepts_the_solution(base):
+    verdict = EXERCISES.grade(2, base, before=("ex1-solution",))
+    assert verdict.passed, verdict
+
+
+# --- exercise 3: history gain (the bundled model's logits) --------------------------------
+
+def test_exercise3_rejects_and_accepts(probe_namespace):
     ns = probe_namespace
     expected = ns["effect"].gain("after the published greeting")
     wrong = {
@@ -117,11 +153,11 @@ def test_exercise2_rejects_and_accepts(probe_namespace):
             / next_token_probability(ns["probe"], messages[-1:], prefix, " Bob").probability),
     }
     for name, answer in wrong.items():
-        _rejects(2, ns, answer, name)
-    _passes(2, ns)
+        _rejects(3, ns, answer, name)
+    _passes(3, ns)
 
 
-# --- exercise 3: read a thread back --------------------------------------------------------
+# --- exercise 4: read a thread back --------------------------------------------------------
 
 def _any_message(app, thread_ids, text):
     return [t for t in thread_ids
@@ -147,15 +183,15 @@ def _asks_the_model(app, thread_ids, text):
     lambda app, ids, text: ["alice"],
     lambda app, ids, text: [t for t in ids if text.lower() in t],
 ])
-def test_exercise3_rejects(base, wrong):
-    _rejects(3, base, wrong)
+def test_exercise4_rejects(base, wrong):
+    _rejects(4, base, wrong)
 
 
-def test_exercise3_accepts_the_solution(base):
-    _passes(3, base)
+def test_exercise4_accepts_the_solution(base):
+    _passes(4, base)
 
 
-# --- exercise 4: correct a message with update_state --------------------------------------
+# --- exercise 5: correct a message with update_state --------------------------------------
 
 def _appends(app, thread_id, old, new):
     return app.update_state(thread_config(thread_id), {"messages": [HumanMessage(new)]})
@@ -179,9 +215,9 @@ def _first_message_always(app, thread_id, old, new):
 
 
 @pytest.mark.parametrize("wrong", [_appends, _no_update, _any_type, _first_message_always])
-def test_exercise4_rejects(base, wrong):
-    _rejects(4, base, wrong)
+def test_exercise5_rejects(base, wrong):
+    _rejects(5, base, wrong)
 
 
-def test_exercise4_accepts_the_solution(base):
-    _passes(4, base)
+def test_exercise5_accepts_the_solution(base):
+    _passes(5, base)

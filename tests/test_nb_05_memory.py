@@ -18,6 +18,9 @@ def _records(text: str, prefix: str) -> list[dict[str, str]]:
 
 
 def test_history_is_in_the_second_prompt_and_absent_in_the_first(run):
+    # in this kernel the cells show the token sequence itself (a server's run says transcript)
+    for cell in ("alone", "with-history"):
+        assert run.text(cell).startswith("what the model receives: the token sequence as text")
     alone = run.text("alone").split("--- prompt size")[0]
     assert "What's my name?" in alone and "I'm Bob" not in alone
     history = run.text("with-history")
@@ -73,7 +76,8 @@ def test_p_bob_is_higher_with_history_and_the_probe_is_named(run):
 
 def test_thread_continues_from_its_checkpoint(run):
     text = run.text("thread-abc123")
-    prompt = text.split("rebuilt from the checkpoint):")[1]
+    assert text.startswith("[measured, SmolLM2-135M-Instruct (bundled)")  # the label rule
+    prompt = text.split("rebuilt from the checkpoint: the token sequence as text")[1]
     assert prompt.index("Hi! I'm Bob") < prompt.index("What's my name?")
     assert prompt.rstrip().endswith("<|im_start|>assistant")
 
@@ -109,7 +113,7 @@ def test_streaming_updates_and_tokens(run):
 
 
 def test_pirate_prompt_system_first_newest_user_last(run):
-    prompt = run.text("pirate").split("newest user message last")[1].strip()
+    prompt = run.text("pirate").split("exactly what the model reads")[1].strip()
     assert prompt.startswith("<|im_start|>system\nYou talk like a pirate.")
     assert prompt.index("Hi! I'm Jim.") < prompt.index("What is my name?")
     assert prompt.endswith("What is my name?<|im_end|>\n<|im_start|>assistant")
@@ -144,7 +148,7 @@ def test_time_travel_replay_and_fork(run):
     before = _records(run.text("time-travel"), "#")
     assert len(before) == 6
     replay = run.text("replay")
-    assert re.search(r"replayed from checkpoint #2:", replay)
+    assert re.search(r"replayed from checkpoint #2 \[measured, SmolLM2-135M-Instruct", replay)
     assert "same reply as the first time: True" in replay  # greedy decoding
     fork = run.text("fork")
     counts = re.search(r"checkpoints: (\d+) before, (\d+) after; forks at checkpoint\(s\) \[2\]",
@@ -206,6 +210,23 @@ def test_database_grows_faster_than_the_turns_and_pruning_shrinks_it(run):
     assert run.has_image("growth")
 
 
+def test_prefix_reuse_is_going_further_after_the_exercises(run):
+    ids = [c.id for c in run.nb.cells]
+    assert ids.index("going-further") > max(ids.index(f"ex{n}-check") for n in range(1, 6))
+    assert ids.index("prefix-reuse") > ids.index("going-further")
+
+
+def test_outputs_that_show_the_models_words_name_their_provenance(run):
+    measured = "measured, SmolLM2-135M-Instruct (bundled)"
+    for cell in ("new-thread", "checkpoints", "stream-updates", "stream-tokens", "get-state",
+                 "cell70-readback", "stored-answer", "time-travel", "replay", "fork",
+                 "remove-message", "sqlite-restart", "concurrent"):
+        assert measured in run.text(cell), cell
+    for cell in ("two-writers", "growth"):
+        assert run.text(cell).startswith("scripted model (ScriptedEcho)"), cell
+    assert run.text("closing-note").startswith("measured in this run")
+
+
 def test_prefix_reuse_outputs_identical_on_every_turn(run):
     text = run.text("prefix-reuse")
     assert text.startswith("probe model: ")
@@ -229,15 +250,21 @@ def test_closing_note_repeats_the_measured_figures(run):
     assert gains[1] == round(float(re.search(r"after the greeting above:.*gain=([0-9.]+)x",
                                              p_bob).group(1)))
     assert "'guarded': 0" in text and "'locked': 0" in text
-    assert re.search(r"outputs identical on all turns: True", text)
+    assert "prefix" not in text  # prefix reuse is going further, not the lesson's figures
 
 
-@pytest.mark.parametrize("number", [1, 2, 3, 4])
+@pytest.mark.parametrize("number", [1, 2, 3, 4, 5])
 def test_exercises_pass(run, number):
     assert re.search(rf"\[passed\] Exercise {number}:", run.text(f"ex{number}-check"))
 
 
+def test_the_instructor_quiz_passes(run):
+    assert run.has_widget("quiz")
+    assert "[passed] Quiz" in run.text("quiz-check")
+    assert len(re.findall(r"^q\d right: ", run.text("quiz-check"), re.M)) == 5
+
+
 def test_written_question_has_a_rubric_for_the_instructor(run):
-    cell = run.cells("ex5-answer")[0]
+    cell = run.cells("ex6-answer")[0]
     assert cell.metadata["nbgrader"]["points"] == 3 and cell.metadata["nbgrader"]["solution"]
     assert "Rubric" in cell.source

@@ -19,7 +19,7 @@ from course.exports import lazy_exports
 _EXPORTS = {
     "chat_graph": ("LANGUAGE_TEMPLATE", "LanguageState", "PromptRecorder", "build_chat_graph",
                    "checkpoint_history", "format_messages", "invoke_and_record", "make_prompt",
-                   "prompt_size", "render_prompt", "saved_messages"),
+                   "prompt_kind", "prompt_size", "render_prompt", "saved_messages"),
     "stateless": ("history_effect", "next_token_probability"),
     "recorded": ("qwen2_memory",),
     "store": ("ScriptedEcho", "measure_growth", "read_thread_from_file",

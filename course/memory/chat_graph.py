@@ -48,6 +48,7 @@ __all__ = [
     "format_messages",
     "invoke_and_record",
     "make_prompt",
+    "prompt_kind",
     "prompt_size",
     "qwen2_chat_text",
     "render_prompt",
@@ -137,18 +138,33 @@ def as_role_dicts(messages: Sequence[BaseMessage]) -> list[dict]:
     return out
 
 
+TRANSCRIPT_MARK = "[transcript: this model renders the chat template on its server]"
+"""The first line of :func:`render_prompt`'s text for a model whose chat template runs elsewhere."""
+
+
 def render_prompt(chat_model: Any, messages: Sequence[BaseMessage]) -> str:
     """The exact text the model receives for ``messages``.
 
     For ``ChatHuggingFace`` this is its own chat-template rendering (the same call it makes
-    before generating). A model without one (a server) gets a role/content transcript, labelled.
+    before generating). A model without one (a server) gets a role/content transcript, labelled
+    (:data:`TRANSCRIPT_MARK`).
     """
     to_text = getattr(chat_model, "_to_chat_prompt", None)
     if callable(to_text):
         return to_text(list(messages))
-    lines = ["[transcript: this model renders the chat template on its server]"]
+    lines = [TRANSCRIPT_MARK]
     lines += [f"{d['role']}: {d['content']}" for d in as_role_dicts(messages)]
     return "\n".join(lines)
+
+
+def prompt_kind(prompt_text: str) -> str:
+    """What :func:`render_prompt` showed, for a cell's heading: the token sequence itself (the
+    chat template's text, the model in this kernel) or only a transcript (a server renders it),
+    so prose about "the token sequence" is computed from the output, not assumed."""
+    if prompt_text.startswith(TRANSCRIPT_MARK):
+        return ("a role/content transcript: the server applies the chat template, so the token "
+                "sequence itself is not visible here")
+    return "the token sequence as text: the chat template applied, exactly what the model reads"
 
 
 QWEN2_DEFAULT_SYSTEM = "You are a helpful assistant."
