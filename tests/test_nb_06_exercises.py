@@ -7,6 +7,7 @@ import random
 import pytest
 from langchain_core.messages import HumanMessage, trim_messages
 
+from course.checkpoints import thread_config
 from course.checks import check
 from course.trimming.counters import (
     Gpt2FallbackCounter,
@@ -22,7 +23,7 @@ from course.trimming.examples import (
     worked_example_messages,
 )
 from course.trimming.remedies import extract_user_name
-from course.trimming.rules import trim_and_explain
+from course.trimming.rules import keep_by_rules, trim_and_explain
 from nbharness import Exercises
 
 EXERCISES = Exercises("06_trimming.ipynb")
@@ -41,6 +42,7 @@ def base():
         "worked": worked_example_messages(), "toy": worked_example_counter(),
         "gpt2": Gpt2FallbackCounter(), "model_counter": model_counter,
         "qwen_counter": ModelTokenCounter(*notes_tokenizer()),
+        "keep_by_rules": keep_by_rules, "words": ToyCounter(), "thread_config": thread_config,
     }
 
 
@@ -54,16 +56,31 @@ def _wrong_answers(ns: dict) -> dict[int, dict[str, object]]:
     def visible_only(messages, tok=None):  # hard-codes the two visible asserts
         return {1: model_counter([eleven[1]]), 11: model_counter(eleven)}.get(len(messages), 0)
 
-    def without_rule4(roles, tokens, budget):
-        kept, start, left = ([0], 1, budget - tokens[0]) if roles and roles[0] == "system" \
-            else ([], 0, budget)
-        tail, used = [], 0
-        for i in range(len(roles) - 1, start - 1, -1):
-            if used + tokens[i] > left:
-                break
-            used += tokens[i]
-            tail.insert(0, i)
-        return kept + tail
+    from course.memory.chat_graph import LANGUAGE_TEMPLATE, make_prompt
+
+    def _templated(state):
+        return make_prompt(LANGUAGE_TEMPLATE).invoke(
+            {"messages": list(state["messages"]), "language": state["language"]}).to_messages()
+
+    def trim_before_template(state, counter, max_tokens):  # the include_system pitfall
+        saved = list(state["messages"])
+        kept = [saved[i] for i in keep_by_rules(saved, max_tokens, counter)]
+        return _templated({"messages": kept, "language": state["language"]})
+
+    def system_not_counted(state, counter, max_tokens):
+        prompt = _templated(state)
+        return [prompt[0]] + [prompt[1:][i] for i in keep_by_rules(prompt[1:], max_tokens, counter)]
+
+    def no_rule4(state, counter, max_tokens):
+        prompt = _templated(state)
+        return [prompt[i] for i in keep_by_rules(prompt, max_tokens, counter, start_on=None)]
+
+    def no_trimming(state, counter, max_tokens):
+        return _templated(state)
+
+    def no_system(state, counter, max_tokens):
+        saved = list(state["messages"])
+        return [saved[i] for i in keep_by_rules(saved, max_tokens, counter)]
 
     def plain_trim(messages, max_tokens, counter):  # forgets the pinned fact
         return trim_messages(messages, max_tokens=max_tokens, token_counter=counter,
@@ -87,9 +104,9 @@ def _wrong_answers(ns: dict) -> dict[int, dict[str, object]]:
             "the total": lambda messages, counter, target: counter(list(messages)),
             "the target's own tokens": lambda messages, counter, target: counter(
                 [messages[target]])},
-        3: {"the worked example's answer": lambda roles, tokens, budget: [0, 5, 6, 7],
-            "everything": lambda roles, tokens, budget: list(range(len(roles))),
-            "no rule 4": without_rule4},
+        3: {"trim before the template": trim_before_template,
+            "system message not counted": system_not_counted, "no rule 4": no_rule4,
+            "no trimming": no_trimming, "no system message": no_system},
         4: {"unchanged": lambda messages, max_tokens, counter: list(messages),
             "plain trimming": plain_trim, "pins not counted": pins_not_counted,
             "name message only": lambda messages, max_tokens, counter: [
@@ -112,3 +129,16 @@ def test_wrong_answers_fail_the_check(base, n):
 
 def test_exercise_2_is_no_longer_a_constant():
     assert "budget == 75" not in EXERCISES.cells["ex2-check"]
+
+
+def test_exercise_1_hint_says_what_was_expected_and_what_came_back(base):
+    def one_too_many(messages, tok=None):  # a plausible slip: one token more per message
+        return model_counter(messages) + len(messages)
+
+    model_counter = base["model_counter"]
+    verdict = EXERCISES.grade(1, base, one_too_many, label="one token too many per message")
+    assert verdict.rejected, verdict
+    expected = model_counter([base["eleven"][1]])
+    assert f"expected {expected} tokens (ModelTokenCounter), got {expected + 1} (+1)" in verdict.printed
+    assert "<|im_start|>user" in verdict.printed  # the template's own text, to read
+    assert "subtract" not in EXERCISES.cells["c49"]  # the hint no longer dictates the algorithm

@@ -36,6 +36,23 @@ def _turns(text: str) -> dict[str, dict[int, dict]]:
     return runs
 
 
+SUMMARY_LINE = re.compile(r"^(.+?)(?: \(ran (\d+) of (\d+) turns\))?: name in prompt on turns "
+                          r"(\[[\d, ]*\]); received (\d+)(?:-(\d+))? messages; stored "
+                          r"(\d+)(?:-(\d+))? chars, (\d+)(?:-(\d+))? GPT-2 fallback tokens$", re.M)
+
+
+def _summaries(text: str) -> dict[str, dict]:
+    """{run label: fields} from a TurnRuns record's summary() (one line per run)."""
+    out = {}
+    for m in SUMMARY_LINE.finditer(text):
+        label, ran, _, named, r_lo, r_hi, c_lo, c_hi, g_lo, g_hi = m.groups()
+        out[label] = {"ran": int(ran) if ran else None, "named": ast.literal_eval(named),
+                      "received": (int(r_lo), int(r_hi or r_lo)),
+                      "chars": (int(c_lo), int(c_hi or c_lo)),
+                      "gpt2": (int(g_lo), int(g_hi or g_lo))}
+    return out
+
+
 def _decisions(text: str) -> dict[int, tuple[str, int, bool]]:
     return {int(i): (role, int(tok), kept == "kept") for i, role, tok, kept in DECISION.findall(text)}
 
@@ -57,6 +74,69 @@ def test_each_rule_changes_the_kept_set(run):
     assert _list_after(rule3, "allow_partial=False:") == ["Any plans?", "Not yet.", "What is my name?"]
     assert _list_after(run.text("rule-4"), "start_on=None: kept") == ["Not yet.", "What is my name?"]
     assert _list_after(run.text("rule-4"), "start_on='human': kept") == ["What is my name?"]
+
+
+def test_the_rules_written_in_the_cell_agree_with_trim_messages(run):
+    text = run.text("rules-code")
+    assert _list_after(text, "budget 10, all four rules:") == [  # as rule-2 with the system
+        "Be brief.", "Any plans?", "Not yet.", "What is my name?"]
+    found = re.search(r"the same kept set in (\d+) of (\d+) cases \(budgets 0-(\d+)", run.text("rules-agree"))
+    same, total, top = map(int, found.groups())
+    assert same == total == (top + 1) * 4 and top == 20  # 21 words in chat_log, 4 option pairs
+
+
+def test_cell_rules_are_the_package_rules_on_the_chapters_cases():
+    """One truth: the cell's keep_by_rules (executed from the notebook's source) has the
+    package's body, and both keep what trim_messages keeps on the chapter's cases."""
+    import inspect
+    import random
+
+    from langchain_core.messages import trim_messages
+
+    from course.trimming import rules
+    from course.trimming.counters import (
+        Gpt2FallbackCounter,
+        ModelTokenCounter,
+        ToyCounter,
+        worked_example_counter,
+    )
+    from course.trimming.examples import (
+        WORKED_BUDGET,
+        eleven_messages,
+        make_messages,
+        worked_example_messages,
+    )
+    from nbharness import cell_sources
+
+    source = cell_sources(NOTEBOOK)["rules-code"]
+    cell_def = source.split("\n\n\nprint(")[0]
+    namespace: dict = {}
+    exec(cell_def, namespace)  # the chapter's own cell
+
+    def body(text: str) -> str:  # what follows the docstring: the rules themselves
+        return text.split('"""', 2)[2].strip()
+
+    assert body(cell_def) == body(inspect.getsource(rules.keep_by_rules))
+
+    def reference(messages, budget, counter, **options):
+        kept = trim_messages(messages, max_tokens=budget, token_counter=counter, strategy="last",
+                             allow_partial=False, **options)
+        return [i for i, m in enumerate(messages) if any(m is k for k in kept)]
+
+    cases = [(worked_example_messages(), WORKED_BUDGET, worked_example_counter()),
+             (eleven_messages(), 45, Gpt2FallbackCounter()), (eleven_messages(), 45, ModelTokenCounter())]
+    rng = random.Random(24)
+    for _ in range(200):
+        msgs = make_messages([("system", "x")] * (rng.random() < 0.7)
+                             + [(rng.choice(["human", "ai"]), "x") for _ in range(rng.randint(1, 8))])
+        cases.append((msgs, rng.randint(0, 60), ToyCounter({m.id: rng.randint(0, 12) for m in msgs})))
+    for messages, budget, counter in cases:
+        for options in ({"include_system": True, "start_on": "human"},
+                        {"include_system": False, "start_on": None}):
+            want = reference(messages, budget, counter, **options)
+            assert namespace["keep_by_rules"](messages, budget, counter, **options) == want
+            assert rules.keep_by_rules(messages, budget, counter, **options) == want
+    assert namespace["keep_by_rules"](*cases[0]) == [0, 5, 6, 7]  # the note's worked example
 
 
 def test_worked_example_keeps_exactly_four_messages_and_32_tokens(run):
@@ -115,6 +195,19 @@ def test_include_system_pitfall_and_fix(run):
     assert after[0] == ("system", after[0][1], True)
 
 
+def test_outputs_that_show_the_models_words_name_their_provenance(run):
+    probe = "[measured, SmolLM2-135M-Instruct in this kernel through a transformers pipeline]"
+    for cell in ("bug1-runs", "nobug-runs", "both-bugs"):
+        assert run.text(cell).startswith(probe), cell
+    agent = "[measured, SmolLM2-135M-Instruct (bundled)"
+    for cell in ("both-fixes", "facts-remedy"):
+        assert run.text(cell).startswith(agent), cell
+    assert agent in run.text("summary-remedy").splitlines()[0]
+    assert probe in run.text("bug1-truth") and probe in run.text("bug2-table")
+    for cell in ("bug1-plot", "name-by-turn", "closing-figures"):
+        assert re.search(r"^(first turn.*\n)?measured", run.text(cell)), cell
+
+
 def test_bug1_stores_the_prompt_and_grows_only_with_the_bug(run):
     assert "starts with the whole rendered prompt: True" in run.text("bug1-truth")
     assert "with return_full_text=False it does: False" in run.text("bug1-truth")
@@ -168,8 +261,8 @@ def test_summary_in_state_is_counted_and_keeps_bob(run):
     assert tokens <= budget  # the summary is counted in the budget
     assert "'Hi! I'm Bob.' in the turn-4 prompt: False" in text  # trimmed away ...
     assert "'Bob' survives in the turn-4 prompt: True" in text  # ... yet Bob survives
-    closing = _turns(run.text("closing-figures"))
-    assert closing["summary in state"][4]["name"] and not closing["both fixes"][4]["name"]
+    closing = _summaries(run.text("closing-figures"))
+    assert 4 in closing["summary in state"]["named"] and 4 not in closing["both fixes"]["named"]
 
 
 def test_remove_message_deletes_trimming_does_not(run):
@@ -184,7 +277,7 @@ def test_remove_message_deletes_trimming_does_not(run):
 
 def test_fact_field_keeps_the_name_every_turn(run):
     assert "name in the prompt on every turn: True" in run.text("facts-remedy")
-    assert all(t["name"] for t in _turns(run.text("closing-figures"))["fact field"].values())
+    assert _summaries(run.text("closing-figures"))["fact field"]["named"] == [1, 2, 3, 4]
 
 
 def test_explorer_is_shown_and_follows_the_budget(run):
@@ -194,17 +287,27 @@ def test_explorer_is_shown_and_follows_the_budget(run):
     assert tuple(map(int, found.groups())) == (2, 8, 16, 30)
 
 
-def test_closing_figures_are_the_runs_above(run):
-    closing = _turns(run.text("closing-figures"))
+def test_closing_figures_summarise_the_runs_above(run):
+    text = run.text("closing-figures")
+    assert len(text) < 2000  # summaries first: one line per run, the turns on demand
+    closing = _summaries(text)
     assert set(closing) == {"both bugs", "both fixes", "bug 1 alone (no trimming)",
                             "summary in state", "fact field"}
     by_turn = _turns(run.text("name-by-turn"))
-    assert closing["both bugs"] == by_turn["both bugs"]
-    assert sorted(closing["bug 1 alone (no trimming)"]) == [1, 2, 3]  # the costly run: 3 turns
-    assert "turn 4, bug 1 alone (no trimming): not run" in run.text("closing-figures")
-    assert closing["both bugs"][2]["gpt2"] > 45
+    bugs = by_turn["both bugs"]
+    assert closing["both bugs"]["named"] == [t for t in sorted(bugs) if bugs[t]["name"]] == [1]
+    assert closing["both bugs"]["chars"] == (min(b["chars"] for b in bugs.values()),
+                                             max(b["chars"] for b in bugs.values()))
+    assert closing["bug 1 alone (no trimming)"]["ran"] == 3  # the costly run: 3 of 4 turns
+    assert closing["both bugs"]["gpt2"][0] > 45  # every stored message alone over the budget
 
 
 def test_exercises_pass(run):
     for n in (1, 2, 3, 4):
         assert "[passed] Exercise" in run.text(f"ex{n}-check"), run.text(f"ex{n}-check")
+
+
+def test_the_instructor_quiz_passes(run):
+    assert run.has_widget("quiz")
+    assert "[passed] Quiz" in run.text("quiz-check")
+    assert len(re.findall(r"^q\d right: ", run.text("quiz-check"), re.M)) == 5
