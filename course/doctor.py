@@ -5,7 +5,12 @@ notebook. The doctor reads files, headers and versions and asks a configured ser
 model list (a few seconds at most); it does not load model weights or download anything. It
 compares the prepared files with the manifest ``prepare`` wrote (course/assets.py): small files
 are hashed whole, the weights and the GGUF only when their size or mtime changed, else by a
-sample of 64 blocks.
+sample of 64 blocks. A model folder the kernel would load (``COURSE_MODEL=/some/dir``, or the
+bundled model's converted copy) is checked the way the loader loads it
+(:func:`model_folder_problem`: transformers' ``AutoConfig``, the weights' size from the config,
+each safetensors header), so a folder that cannot load is a ``[FAIL]`` naming the file; the
+loader's own failures are named by the same check (:func:`load_failure`). A hub id's files are
+not checked beyond finding its ``config.json`` in the local cache.
 
 On Google Colab the checks of JupyterLab and its widget extension do not apply (Colab shows the
 notebooks and their widgets in its own front end): they print ``[n/a]`` and count neither way.

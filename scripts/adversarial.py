@@ -98,20 +98,21 @@ def read_junit(path: Path) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict]) -> str:
-    """The table by area: cases, then a column per outcome, and a total row."""
+def table(rows: list[dict], key: str = "outcome", columns: tuple[str, ...] = COLUMNS) -> str:
+    """The table by area: cases, then a column per ``key`` value (outcome, or the kind each
+    case checks), and a total row."""
     by_area: dict[str, Counter] = defaultdict(Counter)
     order: list[str] = []
     for area in [*dict.fromkeys(AREAS.values()), *(r["area"] for r in rows)]:
         if area not in order and any(r["area"] == area for r in rows):
             order.append(area)
     for row in rows:
-        by_area[row["area"]][row["outcome"]] += 1
+        by_area[row["area"]][row[key]] += 1
     total = sum(by_area.values(), Counter())
-    head = ("area", "cases", *COLUMNS)
-    body = [(area, str(sum(by_area[area].values())), *(str(by_area[area][c]) for c in COLUMNS))
+    head = ("area", "cases", *columns)
+    body = [(area, str(sum(by_area[area].values())), *(str(by_area[area][c]) for c in columns))
             for area in order]
-    body.append(("total", str(sum(total.values())), *(str(total[c]) for c in COLUMNS)))
+    body.append(("total", str(sum(total.values())), *(str(total[c]) for c in columns)))
     widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
 
     def fmt(line):
@@ -157,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Contract cases by area ({len(rows)} cases; a failing case counts as the kind its "
           "test checks):")
     print(table(rows))
+    print()
+    print("What the same cases check (the kind a failure would count as):")
+    print(table(rows, key="kind", columns=(*KINDS, "unmarked")))
     bad = [r for r in rows if r["outcome"] not in ("ok", "skipped")]
     for row in bad:
         print(f"  {row['outcome']}: {row['file']}::{row['name']} {row['message']}")
