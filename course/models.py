@@ -692,7 +692,7 @@ def _served_smolagents_model():
             yield from _stream_server(
                 self.course_choice, self.course_timeout,
                 lambda: super(ServedOpenAIServerModel, self).generate_stream(*args, **kwargs),
-                lambda delta: bool(delta.content or delta.tool_calls))
+                _is_reply_delta)
 
     return ServedOpenAIServerModel
 
@@ -1077,6 +1077,13 @@ def _is_reply_chunk(chunk: Any) -> bool:
     (an empty reply still ends with one); an event with empty ``choices`` has none of them."""
     return bool(chunk.text or getattr(chunk.message, "tool_call_chunks", None)
                 or (chunk.generation_info or {}).get("finish_reason"))
+
+
+def _is_reply_delta(delta: Any) -> bool:
+    """A smolagents stream delta that holds text or a tool call. smolagents drops the
+    finish_reason, so a model that streams an empty reply looks like a stream of empty
+    ``choices``: both are a ServerError (an agent cannot act on either)."""
+    return bool(delta.content or delta.tool_calls)
 
 
 def _stream_server(choice: ModelChoice, timeout: float, start, is_reply):
