@@ -250,3 +250,13 @@ def test_no_output_is_a_wall_of_text(run):
                 "data", {}).get("text/plain", "")
             assert len(text) <= 3000, (cell.get("id"), len(text))
             assert not (out.output_type == "stream" and out.name == "stderr"), (cell.get("id"), text)
+
+
+LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
+
+
+def test_outputs_with_model_words_trajectories_or_figures_name_their_provenance_first(run):
+    for cell_id in ["specialists", "plan", "lossy", "graph-stops", "scripted-policy", "reader",
+                    "naive", "guarded", "local-model", "escape-suite", "closing-note", "team-live"]:
+        first = run.text(cell_id).splitlines()[0]
+        assert any(label in first for label in LABELS), (cell_id, first)

@@ -379,7 +379,8 @@ class PromptSizes:
 
     def __str__(self) -> str:
         lines = [f"{name}: tools={tools}; prompt={n} tokens" for name, tools, n in self.rows]
-        return "\n".join([*lines, f"(tokens counted with {self.counted_with})"])
+        return "\n".join([f"prompt sizes (measured; tokens counted with {self.counted_with})",
+                          *lines])
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{html.escape(', '.join(tools))}"
