@@ -12,10 +12,53 @@ NOTEBOOK = "03_agent_loop.ipynb"  # executed once by the shared ``run`` fixture 
 
 def test_bond_trajectory_searches_then_generates_the_searched_car(run):
     text = run.text("bond-trajectory")
+    assert text.startswith("[scripted: the ideal Bond trajectory")  # the label rule
     assert "action:      web_search(query='car James Bond latest movie')" in text
     assert "action:      text_to_image(prompt='Aston Martin DB5')" in text
-    assert "stopped: final_answer after 3 step(s)" in text
+    assert "the cell's loop stopped: final_answer after 3 step(s)" in text
+    assert "run_loop: stopped: final_answer after 3 step(s)" in text
     assert "the image tool was asked for: ['Aston Martin DB5']" in text
+
+
+def test_the_loop_written_in_the_cell_agrees_with_run_loop(run):
+    assert run.cells("agent-loop")[0].source.count("return steps, ") == 7  # one per stop
+    header, *lines = run.text("loop-agree").splitlines()
+    assert header.endswith("(scripted models):")
+    assert len(lines) == 7 and all(line.endswith("same steps: True") for line in lines)
+    reasons = {line.split(" cell: ")[0].strip(): line.split(" cell: ")[1].split(" | ")[0] for line in lines}
+    assert reasons == {"bond trajectory": "final_answer at 3", "model error at step 3": "model_error at 3",
+                       "no limits but 12 steps, repeats allowed": "final_answer at 9",
+                       "max_steps=5, repeats allowed": "max_steps at 5",
+                       "token_budget=2000, repeats allowed": "token_budget at 4",
+                       "cost_budget=$0.004, repeats allowed": "cost_budget at 3",
+                       "repeat detection on": "repeat at 3"}
+    source = run.text("loop-source")
+    assert re.match(r"run_loop is \d+ lines; its stop rules", source)
+    for piece in ("# 3. budgets", "return finish(StopReason.TOKEN_BUDGET", "# 5. repeat detection",
+                  "registry.execute(decision.call.name"):
+        assert piece in source, piece
+
+
+def test_smolagents_plans_every_two_steps(run):
+    lines = run.text("planning-smolagents").splitlines()
+    assert lines[0] == "[scripted model; smolagents CodeAgent, planning_interval=2]"
+    kinds = [line.split(" (")[0].strip() for line in lines[1:-1]]
+    assert kinds == ["planning step", "action step 1", "action step 2", "planning step", "action step 3"]
+    assert "check it with reference_rate" in lines[1] and "use the reference rate 0.926" in lines[4]
+    assert "-> 1 USD = 1.08 EUR" in lines[2] and "-> 1 USD = 0.926 EUR" in lines[3]
+    prompts = [int(t) for t in re.findall(r"prompt (\d+) tokens", "\n".join(lines))]
+    assert len(prompts) == 5 and prompts[0] < prompts[1] and prompts[3] < prompts[2]  # plans: own prompts
+    assert lines[-1].startswith("answer: 231.50")
+
+
+def test_no_red_log_lines_and_no_wall_of_output(run):
+    for cell in run.nb.cells:
+        if cell.cell_type != "code":
+            continue
+        streams = [o for o in cell.outputs if o.get("output_type") == "stream"]
+        assert not [o for o in streams if o.name == "stderr"], cell.id
+        assert "Agent interrupted" not in run.text(cell.id), cell.id
+        assert len(run.text(cell.id)) <= 3000, (cell.id, len(run.text(cell.id)))
 
 
 def test_context_grows_every_step(run):
@@ -114,12 +157,44 @@ def test_pipeline_vs_agent_figures_present(run):
     table = "".join(out.get("data", {}).get("text/markdown", "")
                     for out in run.cells("note-table")[0].outputs)
     assert "(measured)" in table and "who decides the steps" in table
+    floor = run.text("agent-floor")
+    assert re.search(r"^agent that works \[scripted\]: 2 model calls, \d+ tokens -> billing", floor, re.M)
+    pipeline_tokens = int(re.search(r"pipeline \[measured\]: 1 model call, (\d+) tokens", floor).group(1))
+    floor_tokens = int(re.search(r"2 model calls, (\d+) tokens", floor).group(1))
+    assert floor_tokens > 2 * pipeline_tokens  # each step re-reads instructions, ticket and history
+    assert re.search(r"^live agent \[measured\]: routed right in \d of 3 runs", floor, re.M)
 
 
-def test_exercises_pass(run):
+def test_the_four_cases_that_need_no_agent(run):
+    assert "3 of 3" in run.text("agent-floor")  # 1. the pipeline (above)
+    call = run.text("not-function-call")  # 2. known arguments: a function call
+    assert "function call: 0 model calls, 2 tool calls through the door -> 231.50 EUR" in call
+    assert re.search(r"agent loop \[scripted\]: 4 model calls, \d+ tokens .* -> 250 USD = 231.50 EUR", call)
+    shaped = run.text("not-structured-output")  # 3. a schema-shaped answer (bundled model, greedy)
+    assert ("structured output [measured, SmolLM2-135M-Instruct, constrained decoding]: 1 model call "
+            "-> {'department': 'billing', 'order_id': 1234}") in shaped
+    assert "valid against the schema: True" in shaped
+    costly = run.text("not-costly-action")  # 4. costly and unverifiable: no loop
+    assert costly.startswith("[scripted: a support agent that wants to refund]")
+    assert "door: not_allowed; refunds actually sent: 0" in costly
+    assert "for a person to decide, outside any loop: refund(order_id=1234, amount=59.0)" in costly
+
+
+def test_quiz_and_exercises_pass(run):
+    assert "[passed] Quiz" in run.text("quiz-check")
+    assert run.has_widget("quiz") and run.text("quiz").count("\nq") == 5
     for n, title in [(1, "first_repeat"), (2, "token_budget_for"), (3, "success_with_retries"),
-                     (4, "keep_last_observation")]:
+                     (4, "keep_last_observation"), (6, "no_progress")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
+
+
+def test_chapter_shape(run):
+    ids = [c.id for c in run.nb.cells]
+    assert ids[1] == "goals" and "Learning goals" in run.nb.cells[1].source
+    order = [ids.index(i) for i in ("goals", "agent-loop", "c45-summary", "quiz", "quiz-answers",
+                                    "quiz-check", "exercises", "ex1-solution")]
+    assert order == sorted(order)
+    assert run.cells("exercises")[0].source.startswith("## Exercises")
 
 
 def test_graphs_are_drawn_from_the_graphs(run):
@@ -151,3 +226,8 @@ def test_limitations_are_demonstrated(run):
     assert row72 == ("True", "17818", "False", "False")  # a success at 1.8x the budget counts as failure
     counts = re.search(r"successes: (\d+) of 5 on outcome alone; (\d+) within the budget", budget)
     assert int(counts.group(2)) < int(counts.group(1))
+    pages = run.text("limit-budget-pages")
+    assert "[recorded, real web]: [2152, 5475, 10191], sum 17818" in pages
+    here = [int(v) for v in re.search(r"offline pages \[measured, Qwen3 tokenizer\]: \[([\d, ]+)\]",
+                                      pages).group(1).split(",")]
+    assert abs(here[0] - 2152) < 50 and sum(here) < 17818 / 2  # same prompt; the pages made the cost

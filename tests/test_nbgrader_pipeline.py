@@ -4,10 +4,10 @@ submissions identically.
 
 Two courses, three submissions each: full (right answers), untouched (the release), one wrong.
 
-- A chapter as an instructor assigns it: ``03_agent_loop`` (four auto-graded checks, 7 points,
-  and a written answer worth 3 that nbgrader leaves for manual grading). Its "one wrong"
-  submission answers exercise 2 with a budget fitted to the visible assert only, which the
-  hidden tests catch: 5 of 7.
+- A chapter as an instructor assigns it: ``03_agent_loop`` (six auto-graded checks, 10 points:
+  the quiz and five exercises, and a written answer worth 3 that nbgrader leaves for manual
+  grading). Its "one wrong" submission answers exercise 2 with a budget fitted to the visible
+  assert only, which the hidden tests catch: 8 of 10.
 - The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
   model), where ``course.grading`` grades the same submissions and must agree with nbgrader's
   gradebook cell by cell.
@@ -36,7 +36,7 @@ LIMITS = ResourceLimits(cell_timeout_s=30, notebook_timeout_s=120, memory_bytes=
 
 
 CHAPTER = "03_agent_loop"
-CHAPTER_EXPECTED = {"full": 7.0, "untouched": 0.0, "one_wrong": 5.0}
+CHAPTER_EXPECTED = {"full": 10.0, "untouched": 0.0, "one_wrong": 8.0}
 # Exercise 2 answered for the visible case only (n=4 -> the budget after step 3).
 FITTED_TO_THE_VISIBLE_ASSERT = """def token_budget_for(n):
     full = run_loop(weather_task, stuck_search_model(), search_tools,
@@ -94,7 +94,8 @@ def chapter_course(tmp_path_factory):
     _nbgrader(course, "generate_assignment", CHAPTER, "--force")
     release = nbformat.read(course / "release" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
     right = _solutions(nbformat.read(ROOT / "notebooks" / f"{CHAPTER}.ipynb", as_version=4))
-    assert set(right) == {"ex1-solution", "ex2-solution", "ex3-solution", "ex4-solution"}
+    assert set(right) == {"quiz-answers", "ex1-solution", "ex2-solution", "ex3-solution",
+                          "ex4-solution", "ex6-solution"}
     written = "The stop rule ends the run; the loop never asks whether it should."
     submissions = {"full": fill(nbformat.from_dict(release), {**right, "ex5-answer": written}),
                    "untouched": nbformat.from_dict(release),
@@ -113,7 +114,7 @@ def test_nbgrader_scores_a_chapter_as_assigned(chapter_course):
     with (chapter_course / "grades.csv").open() as f:
         rows = {row["student_id"]: row for row in csv.DictReader(f)}
     assert {s: float(rows[s]["score"]) for s in CHAPTER_EXPECTED} == CHAPTER_EXPECTED
-    assert {float(rows[s]["max_score"]) for s in CHAPTER_EXPECTED} == {10.0}  # 7 auto + 3 by hand
+    assert {float(rows[s]["max_score"]) for s in CHAPTER_EXPECTED} == {13.0}  # 10 auto + 3 by hand
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{chapter_course / 'gradebook.db'}") as gb:
@@ -122,6 +123,7 @@ def test_nbgrader_scores_a_chapter_as_assigned(chapter_course):
         written = {s: gb.find_submission_notebook(CHAPTER, CHAPTER, s).needs_manual_grade
                    for s in CHAPTER_EXPECTED}
     assert wrong["ex2-check"] == 0 and wrong["ex1-check"] == 2 and wrong["ex4-check"] == 1
+    assert wrong["quiz-check"] == 1 and wrong["ex6-check"] == 2
     # A written answer waits for the instructor in formgrader; an untouched one scores 0 at once.
     assert written == {"full": True, "untouched": False, "one_wrong": False}
 
