@@ -493,10 +493,15 @@ def manifest_problems(groups: tuple[str, ...] | None = None, full: bool = False)
     return wrong
 
 
+def manifest_groups() -> set[str]:
+    """The groups (bundled_model, gpt2, qwen, data:<name>) the manifest records files of."""
+    return {entry.get("group", "") for entry in _read_manifest().get("files", {}).values()}
+
+
 def manifest_groups_wrong(full: bool = False) -> set[str]:
     """The groups (bundled_model, gpt2, qwen, data:<name>) with a file the manifest flags."""
-    groups = {entry.get("group", "") for entry in _read_manifest().get("files", {}).values()}
-    return {group for group in groups if manifest_problems(groups=(group,), full=full)}
+    return {group for group in manifest_groups()
+            if manifest_problems(groups=(group,), full=full)}
 
 
 def check_cache_writable() -> Path:

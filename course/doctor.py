@@ -269,7 +269,12 @@ def _model() -> Check:
                 f"{choice.describe()}: GGUF at {gguf}, but {what} at {converted} ({problem})."
                 " Fix: run `python -m course prepare` (or `make assets`); it converts again.",
             )
-        problem = model_folder_problem(
+        from course.assets import manifest_groups
+
+        # files the manifest matched are the ones prepare converted and saved: loadable. A
+        # cache without the manifest's record is checked the way the loader reads it (a few
+        # seconds for the model classes' imports and the meta build)
+        problem = None if "bundled_model" in manifest_groups() else model_folder_problem(
             converted, choice.value, f"Fix: run `{PREPARE}` (or `make assets`); it converts again.",
             _placement_or_none())
         if problem:
