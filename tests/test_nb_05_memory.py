@@ -155,7 +155,7 @@ def test_time_travel_replay_and_fork(run):
                        fork)
     assert counts and int(counts.group(2)) > int(counts.group(1))
     assert run.has_image("fork-plot")
-    latest = fork.split("latest branch:")[1]
+    latest = fork.split("latest branch (the ai messages: measured, SmolLM2-135M-Instruct")[1]
     assert "human: Hi! I'm Bob" in latest and "Rob" not in latest
 
 

@@ -142,8 +142,8 @@ class HistoryEffect:
         ax.set_yscale("log")
         first = self.baseline
         ax.set_ylabel(f"P({first.target!r} | ... {first.prefix!r})")
-        ax.set_title(f"The history changes what {self.model_name or 'the model'} computes "
-                     "(log scale)")
+        ax.set_title(f"Measured: the history changes what {self.model_name or 'the model'} "
+                     "computes (log scale)")
         return ax
 
 

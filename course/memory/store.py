@@ -277,7 +277,8 @@ class GrowthTable:
         ax.plot(x, [r.bytes_pruned for r in self.rows], "s-", label="pruned to the latest")
         ax.set_xlabel("turns in the thread")
         ax.set_ylabel("bytes on disk")
-        ax.set_title(f"one SQLite thread, messages of {self.message_chars} characters")
+        ax.set_title(f"measured: one SQLite thread, scripted messages of {self.message_chars} "
+                     "characters")
         ax.legend()
         return ax
 
