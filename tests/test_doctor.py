@@ -146,3 +146,20 @@ def test_doctor_does_not_call_a_silent_server_ok(monkeypatch, capsys):
         assert line.startswith("[FAIL]") and "did not answer" in line
     finally:
         silent.close()
+
+
+def test_the_command_fails_a_local_model_folder_whose_weights_are_garbage(tmp_path):
+    """``python -m course doctor`` with ``COURSE_MODEL`` a folder that cannot load: a [FAIL] line
+    naming the weights file, exit status 1, no traceback (was [ok]; the table of cases is
+    tests/test_contract_local_model.py)."""
+    from course.assets import converted_model_dir
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    shutil.copy2(converted_model_dir() / "config.json", folder / "config.json")
+    (folder / "model.safetensors").write_bytes(b"<html>not weights</html>" * 100)
+    out = doctor(COURSE_MODEL=str(folder))
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
+    assert f"{folder}/model.safetensors" in line and "not a safetensors file" in line
+    assert "Fix: save the model into" in line
