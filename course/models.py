@@ -297,7 +297,7 @@ def transformers_source(choice: ModelChoice) -> str:
 @lru_cache(maxsize=2)
 def _load(choice: ModelChoice, device: str) -> LocalModel:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     source = transformers_source(choice)
@@ -306,7 +306,7 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     hf_logging.disable_progress_bar()  # a warm load takes well under a second: no bar needed
     try:
         check_fits(source, where, choice.value)
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = _tokenizer_at(source)  # the same object agent_tokenizer counts with
         extra = {"device_map": where.device_map} if where.device_map else {}
         # On the CPU, where the dtype on disk is the dtype used (the bundled model's fp32),
         # transformers (5.x) maps the safetensors file copy-on-write and keeps its pages as the
@@ -325,7 +325,13 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     model.eval()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return LocalModel(model, tokenizer, choice, source, time.perf_counter() - start)
+    local = LocalModel(model, tokenizer, choice, source, time.perf_counter() - start)
+    # In a Jupyter kernel on glibc: after each cell that ran this model, what its forward passes
+    # freed goes back to the system (seven kernels open at once, issue 27)
+    from course.memory_release import release_after_model_cells
+
+    release_after_model_cells(model)
+    return local
 
 
 def load_local_model(choice: ModelChoice | None = None) -> LocalModel:
@@ -479,12 +485,19 @@ def _request_timeout() -> float:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer_alone(choice: ModelChoice) -> Any:
-    """The choice's tokenizer without its weights, read once per choice (finding the source
-    checks the prepared copy, which takes tens of milliseconds)."""
+def _tokenizer_at(source: str) -> Any:
+    """The tokenizer at ``source`` (a folder or hub id), read once: the loaded model's own and
+    the one that counts without the weights are one object (a second is another 13 MB)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(transformers_source(choice))
+    return AutoTokenizer.from_pretrained(source)
+
+
+@lru_cache(maxsize=4)
+def _tokenizer_alone(choice: ModelChoice) -> Any:
+    """The choice's tokenizer without its weights, found once per choice (finding the source
+    checks the prepared copy, which takes tens of milliseconds)."""
+    return _tokenizer_at(transformers_source(choice))
 
 
 def agent_tokenizer(choice: ModelChoice | None = None) -> tuple[Any, str]:
