@@ -5,25 +5,37 @@ Every chapter notebook 00-06 is run top to bottom in its own kernel with nbclien
 other, offline, the bundled model, the tests' kernel environment); all seven kernels are kept
 alive, then each kernel process is measured (psutil ``memory_full_info``: RSS resident, USS
 private to it, PSS its proportional share, shared pages divided among the processes that map
-them) with its run time, and the seven PSS are summed. The line ``weights`` says how the kernel
+them) with its run time, and the seven PSS are summed. The column ``weights`` says how the kernel
 holds the model file: resident pages of the mapped ``model.safetensors`` and how many of them are
-private dirty (copied on write); with the copying load the file is not mapped at all.
+private dirty (copied on write); with the copying load the file is not mapped at all. The column
+``release`` is what course/memory_release.py did in that kernel: how many cells it released
+after, and their total seconds (part of the run time).
 
-    .venv/bin/python benchmarks/kernel_memory.py              # the load the course uses
-    .venv/bin/python benchmarks/kernel_memory.py --copy       # the weights copied into each kernel
-    .venv/bin/python benchmarks/kernel_memory.py --compare    # both, in one run, with time ratios
+    .venv/bin/python benchmarks/kernel_memory.py              # the course as it is
+    .venv/bin/python benchmarks/kernel_memory.py --compare    # before and after, in one run
+    .venv/bin/python benchmarks/kernel_memory.py --compare --before mapped --rounds 2
 
-``--copy`` loads with ``disable_mmap=True`` (transformers reads the file into the kernel's own
-memory, the way a copying load holds it), patched in by a cell put before the notebook's first
-one; nothing else differs. ``--mmap-threshold 131072`` is an experiment on the rest of the private
-memory (the heap keeps what a forward pass freed): a cell sets glibc's mmap and trim thresholds
-in each kernel first. Prints figures; asserts nothing.
+Configurations, each made by a cell put before the notebook's first one (nothing else differs):
+
+* ``copy`` (the state issue 27 was filed against): the weights read into each kernel
+  (``disable_mmap=True``) and no release after model cells;
+* ``mapped``: the weights mapped and shared, no release after model cells (the first step);
+* ``course``: as the course runs (weights mapped, freed memory given back after model cells).
+
+``--compare`` runs ``--before`` (default ``copy``) then ``course`` and prints the ratios
+after/before; ``--rounds N`` alternates them N times (before, after, before, after, ...) and
+takes the ratio of run times from each chapter's median (the memory of every round is printed).
+``--mmap-threshold 131072`` is an experiment: glibc's mmap and trim thresholds set in each
+kernel first. Run times are wall-clock on a machine others may be using: read them with the load
+average printed beside them. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -51,6 +63,26 @@ def _copying(cls, *args, **kwargs):
 _tf.AutoModelForCausalLM.from_pretrained = classmethod(_copying)
 """
 
+NO_RELEASE_CELL = """\
+# benchmark only (kernel_memory.py --before): the course without its release after model cells
+import course.memory_release as _release
+_release.release_after_model_cells = lambda model: False
+"""
+
+RELEASE_LOG_CELL = """\
+# benchmark only (kernel_memory.py): what course/memory_release.py did in this kernel
+import json as _json, course.memory_release as _release
+print(_json.dumps([_release.LOG.releases, _release.LOG.seconds]))
+"""
+
+CONFIGS = {
+    "copy": ("weights copied into each kernel (disable_mmap=True), no release",
+             [COPY_CELL, NO_RELEASE_CELL]),
+    "mapped": ("weights mapped, no release after model cells", [NO_RELEASE_CELL]),
+    "course": ("as the course runs: weights mapped, freed memory given back after model cells",
+               []),
+}
+
 MMAP_THRESHOLD_CELL = """\
 # benchmark only (kernel_memory.py --mmap-threshold): glibc serves allocations from {n} bytes up
 # with mmap and gives them back on free (activations do not stay in the heap after a forward pass)
@@ -76,12 +108,14 @@ def weights_mapping(pid: int) -> tuple[int, int]:
     return rss, dirty
 
 
-def run_kept_alive(name: str, prelude: list[str], threads: str) -> tuple[NotebookClient, float]:
+def run_kept_alive(name: str, prelude: list[str], threads: str
+                   ) -> tuple[NotebookClient, float, tuple[int, float]]:
     """Run ``notebooks/<name>`` top to bottom in a new kernel, after the ``prelude`` cells, and
-    leave the kernel running."""
+    leave the kernel running; the run time and ``(releases, their seconds)`` of the kernel."""
     path = NOTEBOOKS / name
     nb = nbformat.read(path, as_version=4)
     nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in prelude]
+    nb.cells.append(nbformat.v4.new_code_cell(RELEASE_LOG_CELL))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             allow_errors=False, resources={"metadata": {"path": str(path.parent)}})
     saved = dict(os.environ)
@@ -93,28 +127,31 @@ def run_kept_alive(name: str, prelude: list[str], threads: str) -> tuple[Noteboo
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return client, time.perf_counter() - start
+    seconds = time.perf_counter() - start  # the last cell only prints: its time is in the noise
+    log = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
+    releases, released_s = json.loads(log)
+    return client, seconds, (releases, released_s)
 
 
-def measure(copy: bool, threads: str, mmap_threshold: int = 0) -> dict[str, dict[str, float]]:
+def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dict[str, float]]:
     """Run the seven chapters, all kept alive; their memory and run times, printed and returned."""
-    label = "copied into each kernel (disable_mmap=True)" if copy else "as the course loads it"
-    prelude = [COPY_CELL] if copy else []
+    label, prelude = CONFIGS[config]
+    prelude = list(prelude)
     if mmap_threshold:
         label += f", glibc mmap threshold {mmap_threshold} bytes"
         prelude.append(MMAP_THRESHOLD_CELL.format(n=mmap_threshold))
-    print(f"\n== weights {label}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    print(f"\n== {config}: {label}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
     clients, figures = [], {}
     try:
         for name in CHAPTERS:
-            client, seconds = run_kept_alive(name, prelude, threads)
+            client, seconds, (releases, released_s) = run_kept_alive(name, prelude, threads)
             clients.append(client)
-            figures[name] = {"seconds": seconds}
+            figures[name] = {"seconds": seconds, "releases": releases, "released_s": released_s}
             print(f"  ran {name:<26} {seconds:6.1f} s (load average "
                   f"{os.getloadavg()[0]:.2f})", flush=True)
         time.sleep(2)
         print(f"  {'chapter':<26} {'RSS MB':>8} {'USS MB':>8} {'PSS MB':>8} {'time s':>7}  "
-              "weights: mapped resident MB / private dirty MB")
+              "weights: mapped resident / private dirty MB; release: cells, s")
         for name, client in zip(CHAPTERS, clients, strict=True):
             pid = client.km.provisioner.pid
             info = psutil.Process(pid).memory_full_info()
@@ -122,7 +159,8 @@ def measure(copy: bool, threads: str, mmap_threshold: int = 0) -> dict[str, dict
             figures[name].update(rss=info.rss / MB, uss=info.uss / MB, pss=info.pss / MB)
             f = figures[name]
             print(f"  {name:<26} {f['rss']:8.0f} {f['uss']:8.0f} {f['pss']:8.0f} "
-                  f"{f['seconds']:7.1f}  {mapped / MB:.0f} / {dirty / MB:.0f}")
+                  f"{f['seconds']:7.1f}  {mapped / MB:.0f} / {dirty / MB:.0f}; "
+                  f"{f['releases']}, {f['released_s']:.1f}")
         total = sum(f["pss"] for f in figures.values())
         print(f"  {'seven kernels, sum of PSS':<26} {'':>8} {'':>8} {total:8.0f} "
               f"{sum(f['seconds'] for f in figures.values()):7.1f}", flush=True)
@@ -135,29 +173,47 @@ def measure(copy: bool, threads: str, mmap_threshold: int = 0) -> dict[str, dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--copy", action="store_true", help="weights copied into each kernel")
+    mode.add_argument("--copy", action="store_true",
+                      help="one run of the 'copy' configuration (weights copied, no release)")
     mode.add_argument("--compare", action="store_true",
-                      help="copied, then as the course loads it, in one run, with time ratios")
+                      help="--before, then the course as it runs, in one run, with ratios")
+    parser.add_argument("--before", choices=["copy", "mapped"], default="copy",
+                        help="the configuration --compare starts from (default: copy)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--compare: alternate before and after this many times (default 1)")
     parser.add_argument("--threads", default="1",
                         help="COURSE_TORCH_THREADS of each kernel (default 1, as the tests)")
     parser.add_argument("--mmap-threshold", type=int, default=0, metavar="BYTES",
                         help="an experiment: glibc's mmap and trim thresholds set in each kernel "
                              "(e.g. 131072), so freed activations go back to the system")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")
     print(f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.1f} GB RAM, "
           f"{psutil.virtual_memory().available / 1e9:.1f} GB available", flush=True)
     if not args.compare:
-        measure(args.copy, args.threads, args.mmap_threshold)
+        measure("copy" if args.copy else "course", args.threads, args.mmap_threshold)
         return
-    before = measure(True, args.threads, args.mmap_threshold)
-    after = measure(False, args.threads, args.mmap_threshold)
-    print(f"\n== after / before  {'RSS':>6} {'USS':>6} {'PSS':>6} {'time':>6}")
+    rounds = []
+    for _ in range(args.rounds):
+        rounds.append((measure(args.before, args.threads, args.mmap_threshold),
+                       measure("course", args.threads, args.mmap_threshold)))
+    print(f"\n== course / {args.before} (after / before), {args.rounds} round(s); run time from "
+          "each chapter's median")
+    print(f"  {'chapter':<26} {'RSS':>6} {'USS':>6} {'PSS':>6} {'time':>6}   "
+          "PSS MB before -> after   time s before -> after")
     for name in CHAPTERS:
-        b, a = before[name], after[name]
-        print(f"  {name:<26} " + " ".join(f"{a[k] / b[k]:6.2f}"
-                                          for k in ("rss", "uss", "pss", "seconds")))
-    print(f"  sum of PSS: {sum(f['pss'] for f in before.values()):.0f} MB before, "
-          f"{sum(f['pss'] for f in after.values()):.0f} MB after")
+        b, a = rounds[-1][0][name], rounds[-1][1][name]
+        tb = statistics.median(r[0][name]["seconds"] for r in rounds)
+        ta = statistics.median(r[1][name]["seconds"] for r in rounds)
+        print(f"  {name:<26} " + " ".join(f"{a[k] / b[k]:6.2f}" for k in ("rss", "uss", "pss"))
+              + f" {ta / tb:6.2f}   {b['pss']:6.0f} -> {a['pss']:5.0f}"
+              + f"          {tb:6.1f} -> {ta:5.1f}")
+    for i, (before, after) in enumerate(rounds, 1):
+        print(f"  round {i}: sum of PSS {sum(f['pss'] for f in before.values()):.0f} MB before, "
+              f"{sum(f['pss'] for f in after.values()):.0f} MB after; run time "
+              f"{sum(f['seconds'] for f in before.values()):.0f} s before, "
+              f"{sum(f['seconds'] for f in after.values()):.0f} s after")
 
 
 if __name__ == "__main__":
