@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 SUBMISSIONS ?= submitted
 
-.PHONY: install assets browser lab lab-instructor restore book test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader colab-mirror clean
+.PHONY: install assets browser lab lab-instructor restore book test lint clean-outputs benchmark doctor student grade sandbox nbgrader-assign nbgrader-autograde nbgrader-export nbgrader-formgrader class class-proxy class-remove colab-mirror clean
 
 install: $(STAMP)
 
@@ -92,7 +92,7 @@ browser:
 # The notebook tests save their executed notebooks in build/executed (COURSE_SAVE_EXECUTED);
 # the website test and `make book` reuse those whose source has not changed since.
 EXECUTED := build/executed
-test: assets browser sandbox
+test: assets browser sandbox class-proxy
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 COURSE_SAVE_EXECUTED=$(CURDIR)/$(EXECUTED) \
 		scripts/no-network $(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
@@ -146,6 +146,33 @@ nbgrader-export: install
 
 # Formgrader is in the instructor lab (Nbgrader > Formgrader): the same lab.
 nbgrader-formgrader: lab-instructor
+
+# A class on JupyterHub on this machine (README.md, "A class on JupyterHub"; run as root):
+# accounts $(CLASS_PREFIX)teacher, alice and bob, nbgrader's exchange, CLASS_CHAPTER released,
+# the hub on CLASS_PORT; the URL and the logins are printed. COURSE_MODEL=<server> sets the
+# class's model server for every user. `make class-remove` removes the accounts (homes archived).
+CLASS_PREFIX ?= class-
+CLASS_PORT ?= 8000
+CLASS_CHAPTER ?= 03_agent_loop
+CLASS_STATE ?= build/class/state
+CLASS_ARGS = --prefix $(CLASS_PREFIX) --state $(CLASS_STATE)
+class: assets class-proxy
+	$(PY) scripts/class_hub.py $(CLASS_ARGS) --port $(CLASS_PORT) --chapter $(CLASS_CHAPTER)
+
+class-remove: install
+	$(PY) scripts/class_hub.py $(CLASS_ARGS) --remove
+
+# JupyterHub's proxy (npm's configurable-http-proxy) in build/class/proxy, not installed globally;
+# Debian's npm installed when missing and we are root.
+CLASS_PROXY := build/class/proxy/node_modules/.bin/configurable-http-proxy
+class-proxy: $(CLASS_PROXY)
+$(CLASS_PROXY):
+	@command -v npm >/dev/null 2>&1 || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	else echo "make class needs npm for JupyterHub's proxy: sudo apt-get install -y npm"; exit 1; fi; }
+	mkdir -p build/class/proxy
+	npm install --prefix build/class/proxy --no-audit --no-fund --loglevel=error \
+		configurable-http-proxy@$$($(PY) -c 'import sys; sys.path.insert(0, "scripts"); import class_hub; print(class_hub.PROXY_VERSION)')
 
 # The workbook as a static website (book/build.py): the instructor edition executed, rendered by
 # Sphinx + myst-nb into build/book/html (open build/book/html/index.html).
