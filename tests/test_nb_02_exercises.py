@@ -5,6 +5,7 @@ names the notebook defines (the replays of the shipped recordings) and one candi
 The reference answer must pass; constant and keyword answers must fail.
 """
 
+import linecache
 import re
 
 import nbformat
@@ -22,15 +23,26 @@ def names(replays):
             "debug_72b": replays["debug_reference_72b"], "ideal": replays["bond_ideal_react"]}
 
 
+def _as_kernel_source(label: str, source: str) -> None:
+    """Keep ``source`` where ``inspect.getsource`` finds it, as IPython does for a cell:
+    smolagents' ``@tool`` reads the function's source."""
+    linecache.cache[label] = (len(source), None, source.splitlines(True), label)
+
+
 def grade(names: dict, exercise: int, answer=None):
     """Exercise ``exercise``'s verdict on the reference solution or ``answer``."""
+    _as_kernel_source("ex2-solution", EXERCISES.cells["ex2-solution"])
+    if isinstance(answer, str):
+        _as_kernel_source("<answer>", answer)
     # earlier checks define helpers (``searches``) and imports that later checks reuse
     before = [f"ex{earlier}-{cell}" for earlier in range(1, exercise) for cell in ("solution", "check")]
+    before = [cell for cell in before if cell != "ex2-solution"]  # exercise 2 defines a tool only
     return EXERCISES.grade(exercise, names, answer, before=before)
 
 
 @pytest.mark.parametrize("exercise", [1, 2, 3])
 def test_reference_answers_pass(names, exercise):
+    """The instructor's solutions pass (exercise 2 is graded by a CodeAgent that runs the tool)."""
     verdict = grade(names, exercise)
     assert verdict.passed, verdict
 
@@ -40,11 +52,6 @@ WRONG = {
         lambda run: re.findall(r"\d+(?:\.\d+)?", str(run.final_answer or "")),  # ignores observations
         lambda run: [n for n in re.findall(r"\d+(?:\.\d+)?", str(run.final_answer or ""))
                      if n not in " ".join(s.observation for s in run.steps)]],  # reads the answering step
-    2: [lambda run: None, lambda run: 3, lambda run: 2,
-        lambda run: next((s.number for s in run.steps if len(s.tool_calls) > 1), None),
-        lambda run: next((b.number for a, b in zip(run.steps, run.steps[1:], strict=False)
-                          if [c.arguments for c in a.tool_calls] == [c.arguments for c in b.tool_calls]
-                          and a.tool_calls), None)],  # exact match only, neighbours only
     3: [lambda run: True, lambda run: False,
         lambda run: "web_search" in run.tool_names_called(),  # counts the answering step
         lambda run: any(s.tool_calls for s in run.steps if not s.is_final_answer)],  # any tool
@@ -55,6 +62,33 @@ WRONG = {
 def test_constant_and_shortcut_answers_fail(names, exercise, wrong):
     verdict = grade(names, exercise, wrong)
     assert verdict.rejected, verdict
+
+
+TOOL_HEAD = "from smolagents import tool\n\n@tool\ndef convert_temperature(celsius: float) -> {returns}:\n"
+DOC = ('    """Convert Celsius to Fahrenheit; returns degrees Fahrenheit.\n\n    Args:\n'
+       '        celsius: the temperature in degrees Celsius.\n    """\n')
+WRONG_TOOLS = {  # what a student may write instead, and the hint that must come back
+    "a plain function": ("def convert_temperature(celsius: float) -> float:\n"
+                         "    return round(celsius * 9 / 5 + 32, 1)\n", "expected a smolagents Tool"),
+    "no rounding to one decimal but to an int": (
+        TOOL_HEAD.format(returns="float") + DOC + "    return round(celsius * 9 / 5 + 32)\n",
+        "expected 69.8, got 70"),
+    "the formula without + 32": (TOOL_HEAD.format(returns="float") + DOC
+                                 + "    return round(celsius * 9 / 5, 1)\n", "expected 69.8, got 37.8"),
+    "a string returned": (TOOL_HEAD.format(returns="str") + DOC
+                          + "    return f'{round(celsius * 9 / 5 + 32, 1)} °F'\n", "got '69.8 °F'"),
+    "a description that does not say what comes back": (
+        TOOL_HEAD.format(returns="float") + '    """Temperature helper.\n\n    Args:\n'
+        '        celsius: the temperature.\n    """\n    return round(celsius * 9 / 5 + 32, 1)\n',
+        "should say it returns Fahrenheit"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_TOOLS)
+def test_wrong_tools_fail_with_a_hint_that_says_what_came_back(names, case):
+    source, hint = WRONG_TOOLS[case]
+    verdict = grade(names, 2, source)
+    assert verdict.rejected and hint in verdict.printed, verdict
 
 
 def test_the_written_question_is_manually_graded_with_a_rubric():

@@ -1,10 +1,12 @@
 """Chapter 02, three runs of a small code agent (notebook ``02_code_agent_runs``; note 000).
 
+- :mod:`.dummy_agent`: the framework-free ReAct loop the chapter writes in its cells (tested copy).
 - :mod:`.traces`: ``Run`` / ``TraceStep``, a trace as data, loaded from and saved to JSON.
 - :mod:`.offline_tools`: the offline web-search and image tools the runs call.
 - :mod:`.replay`: a recorded run replayed through the real smolagents ``CodeAgent``.
 - :mod:`.evaluation`: trajectory checks that flag what a final answer hides; runs side by side.
 - :mod:`.live`: the three tasks run live with the active agent model (measured).
+- :mod:`.interfaces`: one task for ``CodeAgent`` and ``ToolCallingAgent`` (code as the interface).
 
 What notebook 02 and the later chapters use is importable from this package (``from course.agents
 import load_run, replay_run``); each name is imported from its module the first time it is asked
@@ -21,6 +23,9 @@ _EXPORTS = {
     "replay": ("ReplayModel", "local_tokenizer", "replay_run"),
     "evaluation": ("RunComparison", "check_trajectory", "script_runs"),
     "live": ("choice_label", "live_plan", "run_live"),
+    "dummy_agent": ("NOTE_REPLIES", "Action", "ActionParseError", "DummyRun", "DummyStep",
+                    "FinalAnswer", "active_generate", "dummy_tools", "scripted_generate"),
+    "interfaces": ("SCRIPTED_OUTPUTS", "live_pair", "scripted_pair"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

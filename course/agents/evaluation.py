@@ -13,8 +13,8 @@ the trajectory passes):
   the final answer.
 
 :func:`check_trajectory` runs all three; :class:`RunComparison` puts several runs side by side
-(steps, figures with their labels, tools called, script runs, flags) as a record that renders
-itself. The checks read what the steps' code does from its
+(steps, figures with their labels, tools called, script runs, flags, each flag naming its
+subject, e.g. ``relevant tool never called (web_search)``) as a record that renders itself. The checks read what the steps' code does from its
 syntax tree (a call inside a string is not a call) and read facts from observations with small
 regular expressions. What they do not do: judge whether an answer is true, understand topics
 beyond the cue words and fact patterns listed here, or replace reading the trace.
@@ -62,6 +62,13 @@ class Flag:
     check: str
     step: int | None
     message: str
+    subject: str | None = None
+    """What the flag is about when a check can name it (the tool that was never called)."""
+
+    @property
+    def label(self) -> str:
+        """The check's name with its subject: ``relevant tool never called (web_search)``."""
+        return f"{self.check} ({self.subject})" if self.subject else self.check
 
     def __str__(self) -> str:
         where = f"step {self.step}" if self.step is not None else "run"
@@ -156,7 +163,7 @@ def relevant_tool_never_called(run: Run, relevant: list[str] | None = None) -> l
     last = _final_step(run)
     called = {c.name for s in run.steps if s.number <= last for c in s.tool_calls}
     return [Flag("relevant tool never called", None,
-                 f"the task calls for {tool!r} (available), but no step called it")
+                 f"the task calls for {tool!r} (available), but no step called it", tool)
             for tool in relevant if tool not in called]
 
 
@@ -254,7 +261,7 @@ class RunComparison:
                 "qwen prompt": _sum_or_none([s.qwen_input_tokens for s in run.steps]),
                 "tools": [n for n in run.tool_names_called() if n != "final_answer"],
                 "script runs": script_runs(run),
-                "flags": [f.check for f in check_trajectory(run)],
+                "flags": [f.label for f in check_trajectory(run)],
             })
         return out
 

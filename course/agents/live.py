@@ -247,7 +247,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
                                                          "limit)")
     trace.additional_args = dict(recording.additional_args)
     trace.model_id = choice_label()
-    trace.measured_with = "as the model object reported"
+    trace.measured_with = "the token counts the model object reported"
     if answer is None and not any(s.is_final_answer for s in trace.steps) and stopped == "final_answer":
         stopped = "no final answer"
     return LiveRun(name, trace, answer, stopped, seconds, plan,

@@ -16,19 +16,27 @@ default) and once with the Qwen tokenizer when the course cache has it (the voca
 template of the notes' models). Both counts are *measured*; the recording's figures keep their
 own labels, side by side in the returned trace.
 
-Not handled: streaming, planning steps, tool-calling (JSON) agents, multi-agent runs. A replay
+A smolagents ``ToolCallingAgent`` can be replayed too: when the agent offers tools
+(``tools_to_call_from``) and a recorded output is JSON (one ``{"name": ..., "arguments": ...}``
+or a list of them), the model returns them as native tool calls, as a server with tool calling
+would (chapter 02's CodeAgent vs ToolCallingAgent comparison, :mod:`course.agents.interfaces`).
+
+Not handled: streaming, planning steps, multi-agent runs. A replay
 that asks for more steps than were recorded raises :class:`ReplayExhausted`, which the agent
 reports as a generation error in that step.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from smolagents import CodeAgent, Model, Tool
 from smolagents.models import (
     ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
     MessageRole,
     get_clean_message_list,
     remove_content_after_stop_sequences,
@@ -40,7 +48,8 @@ from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
 from course.tools.adapters import smolagents_door
 
-__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "replay_run"]
+__all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "native_tool_calls",
+           "replay_run"]
 
 
 class ReplayExhausted(RuntimeError):
@@ -123,7 +132,24 @@ class ReplayModel(Model):
             if self.qwen is not None else None)
         self.output_tokens.append(output_tokens)
         usage = TokenUsage(input_tokens=prompt_tokens or 0, output_tokens=output_tokens or 0)
-        return ChatMessage(role=MessageRole.ASSISTANT, content=content, token_usage=usage)
+        calls = native_tool_calls(content or "", self.position) if tools_to_call_from else None
+        return ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls,
+                           token_usage=usage)
+
+
+def native_tool_calls(text: str, position: int) -> list[ChatMessageToolCall] | None:
+    """The tool calls of a recorded JSON output (one call or a list), or ``None`` for other text."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    data = data if isinstance(data, list) else [data]
+    if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in data):
+        return None
+    return [ChatMessageToolCall(ChatMessageToolCallFunction(name=c["name"],
+                                                            arguments=c.get("arguments", {})),
+                                id=f"call_{position}_{i}", type="function")
+            for i, c in enumerate(data)]
 
 
 @dataclass

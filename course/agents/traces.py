@@ -453,8 +453,9 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
     """Convert a smolagents agent's memory (``agent.memory.steps``) into a :class:`Run`.
 
     Token figures come from each step's ``token_usage`` (what the model object reported);
-    ``figures`` labels them and ``source`` labels the model outputs. Tool calls are read from each step's code; planning steps are
-    skipped. Works after ``agent.run(...)`` for a live model or a replay.
+    ``figures`` labels them and ``source`` labels the model outputs. Tool calls are read from each
+    step's code (a ``CodeAgent``) or are the step's native tool calls (a ``ToolCallingAgent``);
+    planning steps are skipped. Works after ``agent.run(...)`` for a live model or a replay.
     """
     from smolagents.memory import ActionStep, TaskStep
 
@@ -485,11 +486,15 @@ def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "mea
                 memory_step.error, "message") else str(memory_step.error)
         if memory_step.is_final_answer:
             final_answer = _describe_output(memory_step.action_output)
+        calls = tool_calls_in_code(code or "", all_tools)
+        if not code and memory_step.tool_calls:  # a ToolCallingAgent: its native tool calls
+            calls = [ToolCall(c.name, dict(c.arguments) if isinstance(c.arguments, dict)
+                              else {"_0": c.arguments}) for c in memory_step.tool_calls]
         steps.append(TraceStep(
             number=len(steps) + 1,
             thought=thought,
             code=code or "",
-            tool_calls=tool_calls_in_code(code or "", all_tools),
+            tool_calls=calls,
             observation=memory_step.observations or "",
             error=error,
             input_tokens=usage.input_tokens if usage else None,
