@@ -221,10 +221,33 @@ def estimate_weight_bytes(source: str, dtype: str = "float32") -> tuple[int, int
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(source)
+    _refuse_endless_build(source, config)
     with torch.device("meta"):
         empty = AutoModelForCausalLM.from_config(config)
     params = sum(p.numel() for p in empty.parameters())
     return params, params * BYTES_PER_DTYPE.get(dtype, 4)
+
+
+MAX_REPEATED_MODULES = 512
+"""More layers or experts than any model the workbook can load (the largest published LLMs have
+under 200 layers and under 400 experts): building them on ``meta`` takes tens of ms each, so
+``num_hidden_layers=1000000`` would keep the estimate (the doctor, the loader) busy for hours."""
+
+
+def _refuse_endless_build(source: str, config: Any) -> None:
+    """CourseSettingError naming ``source``'s config.json when a layer or expert count in it
+    exceeds :data:`MAX_REPEATED_MODULES` (the meta build is bounded by refusing it)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    counts = {key: value for key, value in text.to_dict().items()
+              if isinstance(value, int) and not isinstance(value, bool)
+              and key.endswith(("layers", "experts")) and value > MAX_REPEATED_MODULES}
+    if counts:
+        named = ", ".join(f"{key}={value:,}" for key, value in counts.items())
+        raise CourseSettingError(
+            f"{source}/config.json says {named}: more than {MAX_REPEATED_MODULES} layers or "
+            "experts, which no model this workbook can load has (building them only to "
+            "estimate the memory would take hours). Nothing was loaded. Fix: correct the "
+            f"config.json, or set {MODEL_SETTING} to another model.")
 
 
 def _free_bytes(where: Placement) -> tuple[int, str, str]:

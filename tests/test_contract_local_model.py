@@ -181,3 +181,20 @@ def test_loading_a_damaged_bundled_copy_converts_it_again_instead_of_crashing(bu
     assert "added_tokens" in json.loads((bundled_copy / "tokenizer.json").read_text())
     reply = local.generate([{"role": "user", "content": "What is 2+2?"}], max_new_tokens=8)
     assert isinstance(reply, str) and reply.strip()
+
+
+@pytest.mark.contract("hang")
+@pytest.mark.parametrize("field", ["num_hidden_layers", "num_local_experts"])
+def test_a_config_with_a_million_layers_is_refused_at_once(folder, field):
+    """Building a million layers on ``meta`` only to estimate the memory took hours (about 30 ms
+    a layer here): the doctor and the loader refuse the count, naming the file, in seconds."""
+    import time
+
+    _config(folder, **{field: 1_000_000})
+    start = time.monotonic()
+    check = doctor._model()
+    assert check.status == "FAIL" and f"{folder}/config.json" in check.detail
+    assert f"{field}=1,000,000" in check.detail and "Fix:" in check.detail
+    with pytest.raises(CourseSettingError, match=f"{field}=1,000,000"):
+        models.load_local_model(parse_model_setting(str(folder)))
+    assert time.monotonic() - start < 15
