@@ -108,6 +108,41 @@ def weights_mapping(pid: int) -> tuple[int, int]:
     return rss, dirty
 
 
+def resident_together(pids: list[int]) -> int | None:
+    """Bytes of physical memory the processes ``pids`` hold together, each page counted once
+    (the physical frames of their resident pages, from ``/proc/<pid>/pagemap``), or None where
+    the frame numbers cannot be read (they read as 0 without CAP_SYS_ADMIN).
+
+    Unlike the sum of PSS, a page the seven share with a process outside them (another kernel,
+    a test run mapping the same weights) counts whole here."""
+    import numpy as np
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    frames = []
+    for pid in pids:
+        ranges, rss = [], {}
+        with open(f"/proc/{pid}/smaps") as smaps:
+            for line in smaps:
+                head = line.split(None, 1)[0]
+                if not head.endswith(":"):
+                    start, end = (int(x, 16) for x in head.split("-"))
+                    ranges.append((start, end))
+                elif head == "Rss:" and int(line.split()[1]):
+                    rss[ranges[-1]] = True
+        with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for start, end in rss:
+                if end - start > 1 << 36:  # a 64 GB reservation: nothing of it is read
+                    continue
+                pagemap.seek(start // page * 8)
+                entries = np.frombuffer(pagemap.read((end - start) // page * 8), dtype="<u8")
+                present = entries[(entries >> np.uint64(63)) == 1]
+                frames.append(present & np.uint64((1 << 55) - 1))
+    found = np.unique(np.concatenate(frames)) if frames else np.zeros(0, dtype="<u8")
+    if found.size and found.max() == 0:
+        return None
+    return int(found.size) * page
+
+
 def run_kept_alive(name: str, prelude: list[str], threads: str
                    ) -> tuple[NotebookClient, float, tuple[int, float]]:
     """Run ``notebooks/<name>`` top to bottom in a new kernel, after the ``prelude`` cells, and
@@ -164,6 +199,11 @@ def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dic
         total = sum(f["pss"] for f in figures.values())
         print(f"  {'seven kernels, sum of PSS':<26} {'':>8} {'':>8} {total:8.0f} "
               f"{sum(f['seconds'] for f in figures.values()):7.1f}", flush=True)
+        together = resident_together([c.km.provisioner.pid for c in clients])
+        if together is not None:
+            figures["together"] = {"rss": together / MB}
+            print(f"  {'the seven, each page once':<26} {together / MB:8.0f}  (resident, "
+                  "pages shared with processes outside the seven counted whole)", flush=True)
     finally:
         for client in clients:
             client._cleanup_kernel()
@@ -209,11 +249,16 @@ def main() -> None:
         print(f"  {name:<26} " + " ".join(f"{a[k] / b[k]:6.2f}" for k in ("rss", "uss", "pss"))
               + f" {ta / tb:6.2f}   {b['pss']:6.0f} -> {a['pss']:5.0f}"
               + f"          {tb:6.1f} -> {ta:5.1f}")
+    def total(figures: dict, key: str) -> float:
+        return sum(figures[name][key] for name in CHAPTERS)
+
     for i, (before, after) in enumerate(rounds, 1):
-        print(f"  round {i}: sum of PSS {sum(f['pss'] for f in before.values()):.0f} MB before, "
-              f"{sum(f['pss'] for f in after.values()):.0f} MB after; run time "
-              f"{sum(f['seconds'] for f in before.values()):.0f} s before, "
-              f"{sum(f['seconds'] for f in after.values()):.0f} s after")
+        once = (f"; each page once {before['together']['rss']:.0f} MB before, "
+                f"{after['together']['rss']:.0f} MB after"
+                if "together" in before and "together" in after else "")
+        print(f"  round {i}: sum of PSS {total(before, 'pss'):.0f} MB before, "
+              f"{total(after, 'pss'):.0f} MB after{once}; run time "
+              f"{total(before, 'seconds'):.0f} s before, {total(after, 'seconds'):.0f} s after")
 
 
 if __name__ == "__main__":
