@@ -12,9 +12,11 @@ A quiz is written once, in a locked cell of its chapter::
 
 and graded from the student's answers in an nbgrader cell::
 
-    quiz_answers = {"q1": "b"}           # the student's cell
+    def my_answers() -> dict[str, str]:  # the student's cell (a solution cell: the stub raises
+        return {"q1": "b"}               # NotImplementedError, read as "not yet done")
+
     with check("Quiz"):                  # the locked, graded cell
-        quiz.check(quiz_answers)
+        quiz.check(my_answers())
 
 The right answer is stored only as a short salted hash (:func:`answer_key`), so the cell a
 student reads does not show it; the explanation (``why``) is shown once a question is answered.
@@ -147,8 +149,8 @@ class Quiz:
 
     def text(self) -> str:
         """The questions and choices as plain text (what a front end without widgets shows)."""
-        lines = [f"Quiz ({len(self.questions)} questions): answer in the widget, or in "
-                 "quiz_answers below."]
+        lines = [f"Quiz ({len(self.questions)} questions): answer in the widget, then in "
+                 "my_answers below."]
         for q in self.questions:
             lines.append(f"{q.id}. {q.text}")
             lines.extend(f"   {letter}) {choice}" for letter, choice in q.choices.items())

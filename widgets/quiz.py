@@ -2,11 +2,11 @@
 
 ``quiz.show()`` (``course.quiz.Quiz``) returns a :class:`QuizWidget`. *Check* marks each
 answered question right or not, shows its explanation and a summary line; :attr:`answers` gives
-the letters chosen, as the dict the graded cell takes (``quiz_answers = widget.answers``).
+the letters chosen, as the dict the graded cell takes (``my_answers`` may return ``widget.answers``).
 
 The view is plain methods (:meth:`select`, :meth:`check`, :meth:`feedback_text`) so it can be
 tested without a browser. Not handled: saving the choices in the notebook (widget state is not
-kept across a kernel restart; the graded cell's ``quiz_answers`` is what is kept).
+kept across a kernel restart; the letters written in ``my_answers`` are what is kept).
 """
 
 from __future__ import annotations
