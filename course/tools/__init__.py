@@ -17,6 +17,9 @@
 - :mod:`.empty_result`: what a model replies after an empty tool result vs a refusal, counted.
 - :mod:`.catalogue`: 122 business tools and BM25 tool retrieval.
 - :mod:`.tool_count`: tool-choice accuracy vs the number of tools shown, measured.
+- :mod:`.descriptions`: poor vs good descriptions of three order tools, the model's choice.
+- :mod:`.bfcl`: the public BFCL v4 benchmark (simple, multiple), free vs constrained decoding,
+  judged by BFCL's own AST checker (``python -m course.tools.bfcl`` is the full run).
 - :mod:`.sales`: the tool as the source of truth (a deterministic sales tool).
 - :mod:`.mcp_server`: a small MCP server of coarse business actions, and its client.
 
@@ -32,7 +35,7 @@ from course.exports import lazy_exports
 #: What notebook 01, chapters 02-06 and the widgets use, by the module that defines it.
 _EXPORTS = {
     "calls": ("ToolCall",),
-    "examples": ("get_weather",),
+    "examples": ("WEATHER", "get_weather"),
     "registry": ("ToolError", "ToolRegistry", "ToolResult", "ToolStatus", "as_registry"),
     "gateway": ("Policy", "ToolGateway"),
     "adapters": ("langchain_tool", "langchain_tools", "smolagents_door", "tool_message"),
@@ -47,6 +50,8 @@ _EXPORTS = {
     "empty_result": ("replies_after_results",),
     "catalogue": ("LABELLED_REQUESTS", "ToolRetriever", "build_catalogue", "recall_at_k"),
     "tool_count": ("LAST_FULL_RUN", "ToolCountCurve", "measure_tool_count"),
+    "descriptions": ("GOOD", "POOR", "choices"),
+    "bfcl": ("BFCL_LAST_RUN", "BfclRun", "evaluate_bfcl"),
     "sales": ("numbers_backed_by_tool", "sales_summary"),
     "mcp_server": ("connect",),
 }

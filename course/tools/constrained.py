@@ -7,9 +7,10 @@ samples is a call in the course format for one of the given tools::
 
 The structure (braces, keys, quotes) is forced token by token; the model chooses the tool name
 among the allowed names, each ``enum`` value among its options, and the characters of free
-strings (no quotes, backslashes, newlines or braces) and integers (digits only). Every property
-of the chosen tool is filled, in schema order, so the output always validates against a flat
-schema of string / enum / integer / number properties.
+strings (no quotes, backslashes, newlines or braces), integers (digits only: no sign, no
+decimals, also for ``number``) and booleans (``true``/``false``). Every property of the chosen
+tool is filled, in schema order, so the output always validates against a flat schema of
+string / enum / integer / number / boolean properties.
 
 :func:`sample_replies` draws ``n`` replies to ONE prompt cheaply: the prompt is run once and
 its key/value cache is shared by all rows; a row that starts with plain text is stopped early.
@@ -18,10 +19,10 @@ tokens (the same tool list, another request) only run their own tokens: the cach
 the longest common token prefix, which gives the same next-token scores as running the whole
 prompt (up to float rounding).
 
-Not handled: nested objects, arrays, booleans, ``null``, string escapes, several calls, or a
-grammar in general (a registry package such as outlines or xgrammar does that); the model is
-forced to call a tool even when it should answer in text. This is the lesson's point: the
-format becomes guaranteed, the content does not.
+Not handled: nested objects, arrays, ``null``, negative or decimal numbers, string escapes,
+several calls, or a grammar in general (a registry package such as outlines or xgrammar does
+that); the model is forced to call a tool even when it should answer in text. This is the
+lesson's point: the format becomes guaranteed, the content does not.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def _argument_segments(tokenizer: Any, parameters: dict[str, Any]) -> list[Any]:
             segments.append(_Literal(_encode(tokenizer, pending + '"')))
             segments.append(_Choice({str(v): _encode(tokenizer, str(v)) for v in schema["enum"]}))
             pending = '"'
+        elif schema.get("type") == "boolean":
+            segments.append(_Literal(_encode(tokenizer, pending)))
+            segments.append(_Choice({v: _encode(tokenizer, v) for v in ("true", "false")}))
+            pending = ""
         elif schema.get("type") in ("integer", "number"):
             segments.append(_Literal(_encode(tokenizer, pending)))
             segments.append(_Free("digits"))
@@ -108,7 +113,7 @@ def _argument_segments(tokenizer: Any, parameters: dict[str, Any]) -> list[Any]:
             pending = '"'
         else:
             raise ValueError(
-                f"constrained decoding here handles string, enum, integer and number "
+                f"constrained decoding here handles string, enum, integer, number and boolean "
                 f"properties; {prop!r} has type {schema.get('type')!r}")
     segments.append(_Literal(_encode(tokenizer, pending + "}}" + CALL_CLOSE)))
     return segments

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["get_weather"]
+__all__ = ["WEATHER", "get_weather"]
 
 #: city -> (temperature in °C, sky); invented, fixed figures for the examples.
 WEATHER: dict[str, tuple[int, str]] = {

@@ -1,0 +1,354 @@
+"""The Berkeley Function Calling Leaderboard (BFCL v4) on a local model: free vs constrained.
+
+Note 003: a schema given to the model is "level 2" (about 95-99% well-formed calls); only
+constrained decoding guarantees the format. This module measures that on a public benchmark
+with the benchmark's own judge:
+
+- the data and the judge come from the ``bfcl-eval`` wheel (Apache-2.0), pinned in
+  :data:`course.assets.BFCL_PACKAGE`. :func:`bfcl_wheel` keeps the whole wheel in the course
+  cache (fetched once with pip, ``--no-deps``, hash-checked; it is never installed);
+  :func:`load_cases` reads a category's questions and possible answers out of it.
+- :func:`load_ast_checker` imports the leaderboard's checker
+  (``bfcl_eval/eval_checker/ast_eval/ast_checker.py``) from the wheel, unchanged. Its one heavy
+  import, ``bfcl_eval.constants.model_config`` (it imports every API client's model handler:
+  openai, anthropic, google, mistral...), is replaced in ``sys.modules`` by a stub whose
+  ``MODEL_CONFIG_MAPPING`` answers ``underscore_to_dot = False`` for any model name: the only
+  thing the checker reads from it (function names keep their dots, as the course's prompt shows
+  them).
+- :func:`evaluate_bfcl` asks the model every question greedily, in the course's call format
+  (the tool list in the system prompt, :mod:`course.tools.protocol`), once free and once under
+  the course's constrained decoding (:mod:`course.tools.constrained`), and counts per category
+  and mode: well-formed calls (the reply parses as a call to one of the question's functions)
+  and the checker's verdict (right function, right arguments).
+- ``python -m course.tools.bfcl`` is the full run (both categories, every question, both modes);
+  it prints the table and writes it to :data:`BFCL_LAST_RUN`, which the chapter shows.
+
+Not handled: the other BFCL categories (parallel, live, multi-turn, irrelevance), BFCL's own
+prompt formats and model handlers (the course's one prompt is used for every model), and
+questions with an ``array``, ``dict``, ``tuple`` or ``any`` required parameter in constrained
+mode (the course's decoder writes flat arguments only): :func:`flat_case` says which, and
+both modes are scored on the same flat questions (free mode also on all of them). Constrained
+mode fills the required parameters only, integers without sign or decimals.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+import types
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from course.assets import BFCL_PACKAGE, AssetError, _pip_download, _sha256
+from course.tools.constrained import PrefixCache, sample_replies
+from course.tools.protocol import parse_model_output, render_tool_prompt
+
+__all__ = ["BFCL_LAST_RUN", "CATEGORIES", "CHECKER", "BfclCase", "BfclRow", "BfclRun",
+           "bfcl_output", "bfcl_wheel", "evaluate_bfcl", "flat_case", "judge", "load_ast_checker",
+           "load_cases", "reply_to", "tool_schema"]
+
+#: The categories measured, with their question file's name in the wheel.
+CATEGORIES = {"simple": "simple_python", "multiple": "multiple"}
+CHECKER = "bfcl_eval/eval_checker/ast_eval/ast_checker.py"
+FLAT_TYPES = {"string", "integer", "float", "number", "boolean"}
+BFCL_LAST_RUN = Path(__file__).resolve().parents[1] / "data" / "bfcl_bundled.json"
+MODES = ("free", "constrained")
+MODEL_NAME = "course-local"  # what the checker is told; the stub answers for any name
+
+
+def bfcl_wheel() -> Path:
+    """The pinned ``bfcl-eval`` wheel in the course cache, fetched and hash-checked on first use.
+
+    The wheel sits beside the question file ``python -m course prepare`` keeps
+    (``BFCL_PACKAGE.path()``). Fetching needs the package index (pip); a wrong hash keeps
+    nothing.
+    """
+    folder = BFCL_PACKAGE.path().parent
+    wheel = folder / f"bfcl_eval-{BFCL_PACKAGE.version}-py3-none-any.whl"
+    if wheel.is_file() and _sha256(wheel) == BFCL_PACKAGE.sha256:
+        return wheel
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        archive = _pip_download(BFCL_PACKAGE, Path(tmp))
+        if _sha256(archive) != BFCL_PACKAGE.sha256:
+            raise AssetError(f"{archive.name} does not have the sha256 pinned in course/assets.py "
+                             "(BFCL_PACKAGE): nothing was kept. Fix: check the package index pip "
+                             "uses, then run `python -m course.tools.bfcl --prepare`.")
+        archive.replace(wheel)
+    return wheel
+
+
+@dataclass(frozen=True)
+class BfclCase:
+    """One BFCL question: its id, the user's turn, the functions offered, the possible answers."""
+
+    id: str
+    messages: list[dict[str, Any]]
+    functions: list[dict[str, Any]]
+    possible_answer: list[dict[str, Any]]
+
+
+def _json_lines(wheel: Path, member: str) -> list[dict[str, Any]]:
+    with zipfile.ZipFile(wheel) as zf:
+        try:
+            text = zf.read(member).decode("utf-8")
+        except KeyError as err:
+            raise AssetError(f"{wheel.name} has no {member}. Fix: check BFCL_PACKAGE's version in "
+                             "course/assets.py.") from err
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def load_cases(category: str, wheel: Path | None = None) -> list[BfclCase]:
+    """The questions of ``category`` ("simple" or "multiple") with their possible answers."""
+    if category not in CATEGORIES:
+        raise ValueError(f"BFCL category {category!r} is not measured here; choose one of "
+                         f"{sorted(CATEGORIES)}")
+    wheel = wheel or bfcl_wheel()
+    stem = f"BFCL_v4_{CATEGORIES[category]}.json"
+    questions = _json_lines(wheel, f"bfcl_eval/data/{stem}")
+    answers = {a["id"]: a["ground_truth"]
+               for a in _json_lines(wheel, f"bfcl_eval/data/possible_answer/{stem}")}
+    return [BfclCase(q["id"], q["question"][0], q["function"], answers[q["id"]])
+            for q in questions]
+
+
+def flat_case(case: BfclCase) -> bool:
+    """True when every required parameter of every function is a string, enum, number or bool:
+    the arguments the course's constrained decoder can write."""
+    for function in case.functions:
+        params = function.get("parameters", {})
+        for name in params.get("required", []):
+            if params.get("properties", {}).get(name, {}).get("type") not in FLAT_TYPES:
+                return False
+    return True
+
+
+def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """BFCL's parameter types in JSON Schema words (``dict`` -> object, ``float`` -> number)."""
+    words = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+    out = {k: (_json_schema(v) if isinstance(v, dict) and k != "properties" else v)
+           for k, v in schema.items()}
+    if "type" in out:
+        out["type"] = words.get(out["type"], out["type"])
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {k: _json_schema(v) for k, v in schema["properties"].items()}
+    return out
+
+
+def tool_schema(function: dict[str, Any], required_only: bool = False) -> dict[str, Any]:
+    """A BFCL function as an OpenAI-format tool schema, as the course's prompt and decoder take it."""
+    parameters = _json_schema(function.get("parameters", {}))
+    if required_only:
+        required = parameters.get("required", [])
+        parameters = {**parameters, "properties": {
+            k: v for k, v in parameters.get("properties", {}).items() if k in required}}
+    return {"type": "function", "function": {"name": function["name"],
+                                             "description": function.get("description", ""),
+                                             "parameters": parameters}}
+
+
+def bfcl_output(reply: str) -> list[dict[str, Any]] | None:
+    """The model's reply as BFCL's checker reads a decoded call (``[{name: {arg: value}}]``),
+    or None when the reply is not a call (plain text, or a call that does not parse)."""
+    parsed = parse_model_output(reply, strict=True)
+    if parsed.kind != "call":
+        return None
+    return [{parsed.name: dict(parsed.arguments)}]
+
+
+@lru_cache(maxsize=1)
+def load_ast_checker(wheel: Path | None = None) -> Callable[..., dict[str, Any]]:
+    """BFCL's ``ast_checker`` imported from the wheel as it ships (see the module docstring)."""
+    wheel = wheel or bfcl_wheel()
+    if str(wheel) not in sys.path:
+        sys.path.append(str(wheel))  # a wheel is a zip: Python imports its pure modules from it
+    stub = types.ModuleType("bfcl_eval.constants.model_config")
+    stub.__doc__ = ("Stub of bfcl_eval's model_config (which imports every API client): the AST "
+                    "checker only asks it whether a model replaces dots in function names.")
+
+    class _AnyModel(dict):
+        def __missing__(self, key: str) -> Any:
+            return types.SimpleNamespace(underscore_to_dot=False)
+
+    stub.MODEL_CONFIG_MAPPING = _AnyModel()  # type: ignore[attr-defined]
+    sys.modules.setdefault("bfcl_eval.constants.model_config", stub)
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # type: ignore[import-not-found]
+
+    return ast_checker
+
+
+def judge(case: BfclCase, category: str, reply: str) -> dict[str, Any]:
+    """BFCL's verdict on one reply: ``{"valid": bool, "error": [...], ...}``; a reply that is not
+    a call is judged by the checker too, as an empty call list (it says what is wrong)."""
+    checker = load_ast_checker()
+    from bfcl_eval.constants.enums import Language  # type: ignore[import-not-found]
+
+    output = bfcl_output(reply)
+    if output is None:
+        return {"valid": False, "error": ["not a call (plain text or unparsable)"],
+                "error_type": "course:not_a_call"}
+    return checker(case.functions, output, case.possible_answer, Language.PYTHON, category,
+                   MODEL_NAME)
+
+
+@dataclass
+class BfclRow:
+    """One category and mode: N questions, how many replies were well-formed calls, how many the
+    checker accepted, and the wall time."""
+
+    category: str
+    mode: str
+    subset: str  # "flat" (both modes) or "all" (free only)
+    n: int
+    well_formed: int
+    accepted: int
+    seconds: float
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return (f"{self.category:<9}{self.mode:<12}{self.subset:<5}{self.n:>5}"
+                f"{self.well_formed / self.n:>13.1%}{self.accepted / self.n:>11.1%}"
+                f"{self.seconds:>9.0f} s")
+
+
+@dataclass
+class BfclRun:
+    """A table of :class:`BfclRow`, with what ran (model, command, date): prints and saves itself."""
+
+    provenance: str
+    model: str
+    when: str
+    rows: list[BfclRow] = field(default_factory=list)
+    examples: dict[str, str] = field(default_factory=dict)  # one reply per category/mode/error
+    seconds: float = 0.0  # the whole run's wall time, prompts included
+
+    def __str__(self) -> str:
+        head = (f"BFCL v4 ({self.provenance}; model {self.model}; judge: bfcl-eval "
+                f"{BFCL_PACKAGE.version} {CHECKER}; {self.when})")
+        cols = (f"{'category':<9}{'mode':<12}{'set':<5}{'N':>5}{'well-formed':>13}"
+                f"{'accepted':>11}{'time':>11}")
+        return "\n".join([head, cols, *(row.line() for row in self.rows)])
+
+    def to_json(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def from_json(cls, path: Path, provenance: str | None = None) -> BfclRun:
+        data = json.loads(path.read_text())
+        rows = [BfclRow(**row) for row in data.pop("rows")]
+        run = cls(**data, rows=rows)
+        if provenance:
+            run.provenance = provenance
+        return run
+
+
+def reply_to(local: Any, case: BfclCase, mode: str, max_new_tokens: int = 64,
+             prefix_cache: PrefixCache | None = None) -> str:
+    """The local model's greedy reply to one question, free or under constrained decoding.
+
+    Both modes get the same prompt (the course's tool prompt with the question's functions,
+    every parameter shown); constrained mode writes the required parameters only."""
+    prompt = _prompt(local, case)
+    constrained = ([tool_schema(f, required_only=True) for f in case.functions]
+                   if mode == "constrained" else None)
+    return sample_replies(local, prompt, 1, max_new_tokens=max_new_tokens, temperature=0,
+                          constrained_schemas=constrained, prefix_cache=prefix_cache)[0]
+
+
+def _prompt(local: Any, case: BfclCase) -> str:
+    return render_tool_prompt(local, case.messages, [tool_schema(f) for f in case.functions])
+
+
+def _well_formed(case: BfclCase, reply: str) -> bool:
+    """The reply parses as one call to one of the question's functions."""
+    output = bfcl_output(reply)
+    return output is not None and next(iter(output[0])) in {f["name"] for f in case.functions}
+
+
+def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
+                  limit: int | None = None, modes: Sequence[str] = MODES, free_on_all: bool = False, provenance: str = "measured",
+             when: str = "", log: Callable[[str], None] | None = None) -> BfclRun:
+    """The flat questions of each category (the first ``limit`` of them), in each mode, judged by
+    BFCL's checker; with ``free_on_all`` free mode also answers the questions that are not flat
+    (:func:`flat_case`), in a row of its own. Both modes read one prompt, run once per question
+    (:class:`~course.tools.constrained.PrefixCache`); a row's time is its own generation time."""
+    started = time.perf_counter()
+    run = BfclRun(provenance, local.short_name, when or time.strftime("%Y-%m-%d"))
+    for category in categories:
+        cases = load_cases(category)
+        flat = [c for c in cases if flat_case(c)][:limit]
+        rows = {mode: BfclRow(category, mode, "flat", len(flat), 0, 0, 0.0) for mode in modes}
+        jobs = [(case, mode, rows[mode]) for case in flat for mode in modes]
+        if free_on_all and "free" in modes:
+            rest = [c for c in cases if not flat_case(c)][:limit]
+            rows["all"] = BfclRow(category, "free", "all", len(flat) + len(rest), 0, 0, 0.0)
+            jobs += [(case, "free", rows["all"]) for case in rest]
+        prefix: tuple[str, PrefixCache] | None = None
+        for case, mode, row in jobs:
+            if prefix is None or prefix[0] != case.id:
+                prefix = (case.id, PrefixCache(local))
+                ids = local.tokenizer(_prompt(local, case), add_special_tokens=False).input_ids
+                prefix[1].keep(ids[:-1])
+            start = time.perf_counter()
+            reply = reply_to(local, case, mode, prefix_cache=prefix[1])
+            row.seconds += time.perf_counter() - start
+            verdict = judge(case, category, reply)
+            row.well_formed += _well_formed(case, reply)
+            row.accepted += bool(verdict["valid"])
+            if not verdict["valid"]:
+                kind = verdict.get("error_type", "?")
+                row.errors[kind] = row.errors.get(kind, 0) + 1
+                run.examples.setdefault(f"{category}/{mode}/{kind}", f"{case.id}: {reply[:160]}")
+        if "all" in rows and "free" in rows:  # the flat questions' free replies count for all
+            flat_free, every = rows["free"], rows["all"]
+            every.well_formed += flat_free.well_formed
+            every.accepted += flat_free.accepted
+            every.seconds += flat_free.seconds
+            for kind, count in flat_free.errors.items():
+                every.errors[kind] = every.errors.get(kind, 0) + count
+        for row in rows.values():
+            row.errors = dict(sorted(row.errors.items()))
+            run.rows.append(row)
+            if log:
+                log(row.line())
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
+    """``python -m course.tools.bfcl [--limit N] [--categories simple,multiple] [--prepare]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="BFCL v4 simple/multiple on the local model, "
+                                     "free vs constrained decoding, judged by BFCL's AST checker")
+    parser.add_argument("--categories", default=",".join(CATEGORIES))
+    parser.add_argument("--limit", type=int, default=None, help="first N flat questions only")
+    parser.add_argument("--prepare", action="store_true", help="only fetch the wheel")
+    parser.add_argument("--no-save", action="store_true", help=f"do not write {BFCL_LAST_RUN.name}")
+    args = parser.parse_args(argv)
+    print("wheel:", bfcl_wheel(), flush=True)
+    if args.prepare:
+        return
+    from course.models import probe_model
+
+    start = time.perf_counter()
+    local = probe_model()
+    command = "python -m course.tools.bfcl" + (f" --limit {args.limit}" if args.limit else "")
+    run = evaluate_bfcl(local, args.categories.split(","), limit=args.limit, free_on_all=True,
+                   log=lambda line: print(line, flush=True))
+    run.when = (f"{time.strftime('%Y-%m-%d')}, {command}, greedy, "
+                f"{time.perf_counter() - start:.0f} s on a shared 2-core CPU machine")
+    print(run)
+    if not args.no_save:
+        print("written to", run.to_json(BFCL_LAST_RUN))
+
+
+if __name__ == "__main__":
+    _main()
