@@ -16,6 +16,7 @@ several tool calls, models that need native tool-call ids in the transcript othe
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +53,9 @@ class ReplyCount:
     def __str__(self) -> str:
         head = (f"{self.label}: tool said {self.tool_content[:70]!r}\n"
                 f"  replies claiming success: {self.claims}/{len(self.replies)}")
-        rows = [f"  [{'claims success' if claims_success(r) else 'no claim':>14}] {r!r}"
-                for r in self.replies]
+        seen = Counter(self.replies)  # identical replies shown once, with their count
+        rows = [f"  [{'claims success' if claims_success(r) else 'no claim':>14}] x{k} {r!r}"
+                for r, k in seen.items()]
         return "\n".join([head, *rows])
 
 
