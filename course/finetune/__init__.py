@@ -1,0 +1,15 @@
+"""Teach the bundled SmolLM2-135M-Instruct the course's tools: data, LoRA training, evaluation.
+
+- :mod:`.data`: seeded training trajectories in smolagents' CodeAgent format, rendered through a
+  real ``CodeAgent`` and checked by the course's trajectory checks; split by task family so the
+  note's three tasks (and their kin) are never trained on.
+- :mod:`.train`: LoRA fine-tuning with PEFT on the CPU (fp32), a progress bar and a loss log;
+  writes the adapter and its manifest under ``course/data/adapters/<name>/``.
+- :mod:`.evaluate`: base vs fine-tuned on the held-out tasks (parse rate, right tool, task
+  success by the trajectory checks, tokens), measured with real CodeAgent runs.
+- :mod:`.adapter`: where the committed adapter lives, its manifest check, and loading base +
+  adapter (``COURSE_MODEL=bundled+tools``).
+
+``python -m course.finetune`` is the full run (``--steps N`` bounds it). Not handled: GPUs,
+full fine-tuning, tasks beyond the offline tools.
+"""

@@ -1,0 +1,77 @@
+"""``python -m course.finetune``: generate the trajectories, train the adapter, evaluate it.
+
+Options: ``--steps N`` (a bounded run), ``--name NAME`` (the adapter's folder under
+``course/data/adapters/``), ``--seed S``, ``--threads T``, ``--no-eval`` (train only),
+``--eval-only`` (evaluate the committed adapter), ``--eval-steps K`` (agent steps per held-out
+task). The adapter, ``manifest.json``, ``train_log.jsonl`` and ``trajectories.jsonl`` are
+written to the adapter's folder; the evaluation is printed and saved as ``evaluation.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    from course.settings import apply_offline_default
+
+    apply_offline_default()
+    parser = argparse.ArgumentParser(prog="python -m course.finetune", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=None, help="optimiser steps (default 96)")
+    parser.add_argument("--name", default=None, help="adapter folder name (default smollm2-tools)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--no-eval", action="store_true")
+    parser.add_argument("--eval-only", action="store_true")
+    parser.add_argument("--eval-steps", type=int, default=3)
+    args = parser.parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps {args.steps}: give a whole number of steps, at least 1.")
+
+    import torch
+
+    from course.finetune.adapter import DEFAULT_ADAPTER, adapter_dir
+    from course.finetune.train import TrainSettings
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    name = args.name or DEFAULT_ADAPTER
+    out = adapter_dir(name)
+    if not args.eval_only:
+        from course.finetune.data import data_hash, render_all, training_tasks, trajectories_jsonl
+        from course.finetune.train import tokenize, train
+        from course.models import agent_tokenizer
+
+        settings = TrainSettings(name=name, seed=args.seed, threads=args.threads)
+        if args.steps is not None:
+            settings.steps = args.steps
+        settings.check()
+        tokenizer = agent_tokenizer()[0]
+        start = time.perf_counter()
+        trajectories = training_tasks(args.seed)
+        rendered = render_all(trajectories, tokenizer)
+        samples = tokenize(rendered, tokenizer)
+        print(f"[scripted] {len(trajectories)} training trajectories rendered through a real "
+              f"CodeAgent in {time.perf_counter() - start:.0f} s (families: "
+              f"{', '.join(sorted({t.family for t in trajectories}))})", flush=True)
+        result = train(samples, settings, out_dir=out, data_sha256=data_hash(rendered),
+                       trajectories_text=trajectories_jsonl(trajectories))
+        print(result, flush=True)
+        print(f"manifest: {json.dumps({k: result.manifest[k] for k in ('steps', 'wall_seconds', 'first_loss', 'final_loss', 'mean_loss_first_8', 'mean_loss_last_8', 'data_sha256')})}",
+              flush=True)
+        del result
+    if args.no_eval:
+        return 0
+    from course.finetune.evaluate import compare
+
+    comparison = compare(out, max_steps=args.eval_steps)
+    print(comparison, flush=True)
+    (out / "evaluation.json").write_text(json.dumps(comparison.as_dict(), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

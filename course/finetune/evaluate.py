@@ -1,0 +1,187 @@
+"""Base vs fine-tuned on the held-out tasks: real CodeAgent runs, judged by the course's checks.
+
+Each held-out task (:func:`course.finetune.data.held_out_tasks`: the note's three, then kin of
+each held-out family) runs in a real smolagents ``CodeAgent`` with the offline tools behind
+chapter 01's door, for at most ``max_steps`` steps, each a greedy call of at most
+``max_new_tokens`` that ends at the first complete code block (as chapter 02's bounded live
+runs do), reusing the kept key/value cache of the shared system prompt. Per run it records:
+
+- parse rate: the steps whose output smolagents could parse into code (no parsing error);
+- right tool: the first step calls the tool the task needs first (``web_search``), or, for a
+  script to debug, the first step runs the script;
+- success: the run reached a final answer, the trajectory checks
+  (:func:`course.agents.evaluation.check_trajectory`) raise no flag, and, where the task has a
+  known answer (the car to draw), the image tool was asked for it;
+- tokens: input and output tokens the model object reported.
+
+Every figure is *measured* (the models ran here). Not handled: sampling (greedy only), judging
+whether a weather answer is true (the checks judge the trajectory), servers.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "run_task"]
+
+MAX_NEW_TOKENS = 160
+"""Cap on one step's new tokens (the longest trained output, a fixed script, is about 110)."""
+
+
+@dataclass
+class TaskResult:
+    """One held-out task run by one model (all measured)."""
+
+    model: str
+    family: str
+    task: str
+    steps: int
+    parsed_steps: int
+    right_tool: bool
+    final_answer: bool
+    flags: list[str]
+    success: bool
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    first_output: str = ""
+    answer: str = ""
+    tools_called: list[str] = field(default_factory=list)
+
+
+def _kernel_agent_model(local: Any, max_new_tokens: int) -> Any:
+    """smolagents' TransformersModel over ``local`` that reuses the system prompt's cache and
+    ends each call at its first complete code block (chapter 02's bounded live runs)."""
+    from course.agents.live import _PrefixReuse
+    from course.models import _shared_transformers_model_class
+    from course.tools.constrained import PrefixCache
+
+    model = _shared_transformers_model_class()(local, max_new_tokens=max_new_tokens)
+    model.__class__ = type(f"PrefixReuse{type(model).__name__}", (_PrefixReuse, type(model)), {})
+    model.prefix, model.first_block = PrefixCache(local), True
+    return model
+
+
+def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResult:
+    """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``."""
+    from smolagents import CodeAgent
+    from smolagents.utils import AgentError
+
+    from course.agents.evaluation import check_trajectory, script_runs
+    from course.agents.live import _stop_after
+    from course.agents.traces import run_from_smolagents
+    from course.tools.adapters import smolagents_door
+
+    tools = traj.make_tools()
+    agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,
+                      step_callbacks=[_stop_after(max_steps)], verbosity_level=-1)
+    start = time.perf_counter()
+    answer: Any = None
+    try:
+        answer = agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
+    except AgentError:
+        pass  # interrupted at the step limit: the trace says what happened
+    seconds = time.perf_counter() - start
+    trace = run_from_smolagents(agent, task=traj.task, figures="measured", source="measured")
+    trace.additional_args = dict(traj.additional_args)
+    steps = [s for s in trace.steps if s.model_output or s.code or s.error]
+    parsed = [s for s in steps if s.code and not (s.error or "").startswith("AgentParsingError")]
+    first = steps[0] if steps else None
+    if traj.expected_tool == "python":
+        right = bool(first) and first.number in script_runs(trace)
+    else:
+        called = [c.name for c in (first.tool_calls if first else []) if c.name != "final_answer"]
+        right = bool(called) and called[0] == traj.expected_tool
+    final = any(s.is_final_answer for s in trace.steps)
+    flags = [f.label for f in check_trajectory(trace)]
+    drawn = [c.get("prompt", "") for t in tools for c in getattr(t, "calls", []) if "prompt" in c]
+    answered = True
+    if traj.answer:
+        answered = any(traj.answer.lower() in p.lower() for p in drawn) or (
+            traj.answer.lower() in str(answer).lower())
+    return TaskResult(
+        model=label, family=traj.family, task=traj.task, steps=len(steps),
+        parsed_steps=len(parsed), right_tool=right, final_answer=final, flags=flags,
+        success=final and not flags and answered, input_tokens=trace.total_input_tokens or 0,
+        output_tokens=trace.total_output_tokens or 0, seconds=round(seconds, 1),
+        first_output=(first.model_output or "")[:300] if first else "",
+        answer=str(answer)[:200] if answer is not None else "",
+        tools_called=[c.name for s in trace.steps for c in s.tool_calls])
+
+
+def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: int = 3,
+             max_new_tokens: int = MAX_NEW_TOKENS, progress: bool = True) -> list[TaskResult]:
+    """Run every held-out task with the model in ``local`` (a :class:`~course.models.LocalModel`)."""
+    from tqdm.auto import tqdm
+
+    from course.finetune.data import held_out_tasks
+
+    tasks = held_out_tasks() if tasks is None else tasks
+    model = _kernel_agent_model(local, max_new_tokens)
+    return [run_task(t, model, label, max_steps)
+            for t in tqdm(tasks, desc=f"held-out tasks, {label}", disable=not progress)]
+
+
+@dataclass
+class Comparison:
+    """Held-out results of several models, task by task, with a summary per model."""
+
+    results: dict[str, list[TaskResult]]
+    max_steps: int
+
+    def summary(self, label: str) -> dict[str, Any]:
+        rows = self.results[label]
+        steps = sum(r.steps for r in rows)
+        return {"model": label, "tasks": len(rows), "steps": steps,
+                "parsed_steps": sum(r.parsed_steps for r in rows),
+                "parse_rate": round(sum(r.parsed_steps for r in rows) / steps, 3) if steps else 0.0,
+                "right_tool": sum(r.right_tool for r in rows),
+                "final_answer": sum(r.final_answer for r in rows),
+                "success": sum(r.success for r in rows),
+                "input_tokens": sum(r.input_tokens for r in rows),
+                "output_tokens": sum(r.output_tokens for r in rows),
+                "seconds": round(sum(r.seconds for r in rows), 1)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_steps": self.max_steps, "label": "measured",
+                "summary": [self.summary(k) for k in self.results],
+                "runs": {k: [asdict(r) for r in v] for k, v in self.results.items()}}
+
+    def __str__(self) -> str:
+        lines = [f"[measured] held-out tasks, at most {self.max_steps} steps each, greedy:"]
+        for label in self.results:
+            s = self.summary(label)
+            lines.append(f"{label}: parse rate {s['parsed_steps']}/{s['steps']} steps; right first "
+                         f"tool {s['right_tool']}/{s['tasks']}; final answer {s['final_answer']}/"
+                         f"{s['tasks']}; success by the checks {s['success']}/{s['tasks']}; tokens "
+                         f"in {s['input_tokens']}, out {s['output_tokens']}; {s['seconds']} s")
+        for label, rows in self.results.items():
+            for r in rows:
+                lines.append(f"  {label} | {r.family}: steps={r.steps} parsed={r.parsed_steps} "
+                             f"right_tool={r.right_tool} final={r.final_answer} success={r.success}"
+                             f" flags={','.join(r.flags) or 'none'} tools={','.join(r.tools_called) or '-'}"
+                             f" answer={r.answer[:60]!r}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
+            max_steps: int = 3, progress: bool = True) -> Comparison:
+    """The bundled model and the bundled model + adapter on the same held-out tasks."""
+    from course.finetune.adapter import fresh_base, load_with_adapter
+    from course.finetune.data import held_out_tasks
+
+    tasks = held_out_tasks() if tasks is None else tasks
+    base_label = "SmolLM2-135M-Instruct (bundled)"
+    tuned_label = "SmolLM2-135M-Instruct + LoRA (bundled+tools)"
+    base = fresh_base()
+    results = {base_label: evaluate(base, base_label, tasks, max_steps, progress=progress)}
+    tuned = load_with_adapter(adapter_folder, base=fresh_base())
+    results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress)
+    return Comparison(results, max_steps)
