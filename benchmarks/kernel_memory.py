@@ -143,6 +143,9 @@ def resident_together(pids: list[int]) -> int | None:
     return int(found.size) * page
 
 
+ALLOW_ERRORS = False  # --allow-errors: a failing cell is reported, and the run goes on
+
+
 def run_kept_alive(name: str, prelude: list[str], threads: str
                    ) -> tuple[NotebookClient, float, tuple[int, float]]:
     """Run ``notebooks/<name>`` top to bottom in a new kernel, after the ``prelude`` cells, and
@@ -152,7 +155,8 @@ def run_kept_alive(name: str, prelude: list[str], threads: str
     nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in prelude]
     nb.cells.append(nbformat.v4.new_code_cell(RELEASE_LOG_CELL))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            allow_errors=False, resources={"metadata": {"path": str(path.parent)}})
+                            allow_errors=ALLOW_ERRORS,
+                            resources={"metadata": {"path": str(path.parent)}})
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(kernel_env({"COURSE_TORCH_THREADS": threads}))
@@ -163,6 +167,10 @@ def run_kept_alive(name: str, prelude: list[str], threads: str
         os.environ.clear()
         os.environ.update(saved)
     seconds = time.perf_counter() - start  # the last cell only prints: its time is in the noise
+    failed = [c.get("id", "?") for c in nb.cells if c.cell_type == "code"
+              and any(o.output_type == "error" for o in c.get("outputs", []))]
+    if failed:
+        print(f"  {name}: cells that raised (--allow-errors): {', '.join(failed)}", flush=True)
     log = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
     releases, released_s = json.loads(log)
     return client, seconds, (releases, released_s)
@@ -226,7 +234,12 @@ def main() -> None:
     parser.add_argument("--mmap-threshold", type=int, default=0, metavar="BYTES",
                         help="an experiment: glibc's mmap and trim thresholds set in each kernel "
                              "(e.g. 131072), so freed activations go back to the system")
+    parser.add_argument("--allow-errors", action="store_true",
+                        help="go on past a cell that raises (named in the output) instead of "
+                             "stopping the run")
     args = parser.parse_args()
+    global ALLOW_ERRORS
+    ALLOW_ERRORS = args.allow_errors
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")
     print(f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.1f} GB RAM, "
