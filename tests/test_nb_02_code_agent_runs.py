@@ -168,7 +168,8 @@ def test_code_takes_one_step_where_tool_calls_take_three(run):
     for line in (code, calls):
         assert line.endswith("answer='Madrid: 70 °F, clear sky'"), line
     assert int(field(code, "input_tokens")) < int(field(calls, "input_tokens"))
-    live = run.text("interface-live")
+    assert row(run.text("interface-live"), "CodeAgent")  # one agent per cell, then both
+    live = run.text("interface-live-calls")
     assert live.startswith("[measured] model: SmolLM2-135M-Instruct (bundled)")
     for agent in ("CodeAgent", "ToolCallingAgent"):
         line = row(live, agent)
@@ -237,6 +238,8 @@ def row(table: str, label: str) -> str:
 
 def test_checks_flag_exactly_the_note_runs(run):
     text = run.text("checks")
+    assert text.startswith("[model outputs reconstructed from note 000; observations computed here]")
+    assert run.text("ideal-bond").startswith("[reconstructed: from the note's ideal trajectory")
     assert "weather: answer 'Clear sky, around 13-16°C' -> 1 flag(s)" in text
     assert "[merged contradictions] step 3" in text
     assert "bond: answer" in text and "[relevant tool never called]" in text

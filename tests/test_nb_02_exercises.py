@@ -36,7 +36,6 @@ def grade(names: dict, exercise: int, answer=None):
         _as_kernel_source("<answer>", answer)
     # earlier checks define helpers (``searches``) and imports that later checks reuse
     before = [f"ex{earlier}-{cell}" for earlier in range(1, exercise) for cell in ("solution", "check")]
-    before = [cell for cell in before if cell != "ex2-solution"]  # exercise 2 defines a tool only
     return EXERCISES.grade(exercise, names, answer, before=before)
 
 
@@ -64,22 +63,29 @@ def test_constant_and_shortcut_answers_fail(names, exercise, wrong):
     assert verdict.rejected, verdict
 
 
-TOOL_HEAD = "from smolagents import tool\n\n@tool\ndef convert_temperature(celsius: float) -> {returns}:\n"
-DOC = ('    """Convert Celsius to Fahrenheit; returns degrees Fahrenheit.\n\n    Args:\n'
-       '        celsius: the temperature in degrees Celsius.\n    """\n')
+TOOL_HEAD = ("from smolagents import Tool, tool\n\ndef make_convert_temperature() -> Tool:\n"
+             "    @tool\n    def convert_temperature(celsius: float) -> {returns}:\n")
+DOC = ('        """Convert Celsius to Fahrenheit; returns degrees Fahrenheit.\n\n        Args:\n'
+       '            celsius: the temperature in degrees Celsius.\n        """\n')
+RETURN = "    return convert_temperature\n"
 WRONG_TOOLS = {  # what a student may write instead, and the hint that must come back
-    "a plain function": ("def convert_temperature(celsius: float) -> float:\n"
-                         "    return round(celsius * 9 / 5 + 32, 1)\n", "expected a smolagents Tool"),
+    "a plain function": ("def make_convert_temperature():\n"
+                         "    def convert_temperature(celsius: float) -> float:\n"
+                         "        return round(celsius * 9 / 5 + 32, 1)\n" + RETURN,
+                         "expected a smolagents Tool"),
     "no rounding to one decimal but to an int": (
-        TOOL_HEAD.format(returns="float") + DOC + "    return round(celsius * 9 / 5 + 32)\n",
-        "expected 69.8, got 70"),
+        TOOL_HEAD.format(returns="float") + DOC + "        return round(celsius * 9 / 5 + 32)\n"
+        + RETURN, "expected 69.8, got 70"),
     "the formula without + 32": (TOOL_HEAD.format(returns="float") + DOC
-                                 + "    return round(celsius * 9 / 5, 1)\n", "expected 69.8, got 37.8"),
+                                 + "        return round(celsius * 9 / 5, 1)\n" + RETURN,
+                                 "expected 69.8, got 37.8"),
     "a string returned": (TOOL_HEAD.format(returns="str") + DOC
-                          + "    return f'{round(celsius * 9 / 5 + 32, 1)} °F'\n", "got '69.8 °F'"),
+                          + "        return f'{round(celsius * 9 / 5 + 32, 1)} °F'\n" + RETURN,
+                          "got '69.8 °F'"),
     "a description that does not say what comes back": (
-        TOOL_HEAD.format(returns="float") + '    """Temperature helper.\n\n    Args:\n'
-        '        celsius: the temperature.\n    """\n    return round(celsius * 9 / 5 + 32, 1)\n',
+        TOOL_HEAD.format(returns="float") + '        """Temperature helper.\n\n        Args:\n'
+        '            celsius: the temperature.\n        """\n'
+        "        return round(celsius * 9 / 5 + 32, 1)\n" + RETURN,
         "should say it returns Fahrenheit"),
 }
 

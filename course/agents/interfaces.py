@@ -143,13 +143,18 @@ def scripted_pair(tokenizer: Any = "local") -> InterfaceComparison:
         "tokenizer", runs)
 
 
-def live_pair(plan: LivePlan | None = None) -> InterfaceComparison:
-    """Both agents with the active model (measured), as far as :func:`live_plan` allows."""
+def live_pair(plan: LivePlan | None = None,
+              agents: tuple[str, ...] = tuple(AGENTS)) -> InterfaceComparison:
+    """The ``agents`` (both by default) with the active model (measured), as far as
+    :func:`live_plan` allows; one agent per call keeps each notebook cell short."""
     from course.models import active_model, smolagents_model
 
+    unknown = sorted(set(agents) - set(AGENTS))
+    if unknown:
+        raise ValueError(f"unknown agent(s) {unknown}; choose from {sorted(AGENTS)}.")
     plan = plan or live_plan()
     runs = {}
-    for name in AGENTS:
+    for name in agents:
         model = smolagents_model(max_new_tokens=plan.max_new_tokens)
         if active_model().in_kernel:
             model = _reusing_prefix(model, LivePlan(plan.max_steps, plan.max_new_tokens,
