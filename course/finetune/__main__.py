@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     out = adapter_dir(name)
     if not args.eval_only:
         from course.finetune.data import data_hash, render_all, training_tasks, trajectories_jsonl
-        from course.finetune.train import tokenize, train
+        from course.finetune.train import loss_curve, tokenize, train
         from course.models import agent_tokenizer
 
         settings = TrainSettings(name=name, seed=args.seed, threads=args.threads)
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         print(result, flush=True)
         print(f"manifest: {json.dumps({k: result.manifest[k] for k in ('steps', 'wall_seconds', 'first_loss', 'final_loss', 'mean_loss_first_8', 'mean_loss_last_8', 'data_sha256')})}",
               flush=True)
+        curve = ", ".join(f"{a}-{b}: {m:.3f}" for a, b, m in loss_curve(result.losses))
+        print(f"[measured] mean loss per 8 steps: {curve}", flush=True)
         del result
     if args.no_eval:
         return 0

@@ -36,6 +36,7 @@ __all__ = [
     "Tokenized",
     "TrainResult",
     "TrainSettings",
+    "loss_curve",
     "sha256_file",
     "tokenize",
     "train",
@@ -134,6 +135,15 @@ class TrainResult:
         return (f"[measured] {len(self.losses)} steps in {self.seconds:.0f} s; mean loss of the "
                 f"first 8 steps {first:.3f}, of the last 8 {last:.3f}"
                 + (f"; adapter in {self.out_dir}" if self.out_dir else ""))
+
+
+def loss_curve(losses: list[float], window: int = 8) -> list[tuple[int, int, float]]:
+    """Mean loss per ``window`` steps: ``(first step, last step, mean)``, steps counted from 1."""
+    if window < 1:
+        raise ValueError(f"window={window}: use at least 1 step per point.")
+    return [(i + 1, min(i + window, len(losses)),
+             round(sum(losses[i:i + window]) / len(losses[i:i + window]), 4))
+            for i in range(0, len(losses), window)]
 
 
 def _loss(model: Any, sample: Tokenized, cache: Any) -> Any:
