@@ -174,7 +174,8 @@ def shared_environment(dest: Path = SHARED_ENV) -> tuple[Path, dict[str, str]]:
     if blocked_for_others(interpreter) is None and blocked_for_others(base / "lib") is None:
         return venv / "bin" / "python", {}
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    stamp = f"{interpreter} {interpreter.stat().st_mtime_ns} {venv}"
+    commands = sorted(p.name for p in (venv / "bin").iterdir())  # a new command: rebuilt
+    stamp = f"{interpreter} {interpreter.stat().st_mtime_ns} {venv} {' '.join(commands)}"
     if (dest / "stamp").exists() and (dest / "stamp").read_text() == stamp:
         return dest / "venv" / "bin" / "python", {"LD_LIBRARY_PATH": str(dest / "base" / "lib")}
     shutil.rmtree(dest, ignore_errors=True)
@@ -426,14 +427,18 @@ def _chapters(cls: ClassHub) -> list[str]:
 
 
 def release(cls: ClassHub) -> None:
-    """The instructor generates the chapters and releases ``cls.chapter`` (nbgrader's own
-    commands, run as the instructor in ``~/course``)."""
+    """The instructor generates the chapters, releases ``cls.chapter`` and adds the students to
+    the gradebook (nbgrader's own commands, run as the instructor in ``~/course``)."""
     nbgrader = str(cls.python.parent / "nbgrader")
-    steps = [("generate_assignment", c) for c in _chapters(cls)]
-    for step, chapter in [*steps, ("release_assignment", cls.chapter)]:
-        done = as_user(cls.instructor, [nbgrader, step, chapter, "--force"], cls, cwd=cls.course)
+    steps = [[step, c, "--force"] for step, c in [
+        *[("generate_assignment", c) for c in _chapters(cls)], ("release_assignment", cls.chapter)]]
+    # The class list, so that Formgrader names each student (and lists them before they submit).
+    steps += [["db", "student", "add", s, f"--first-name={s.removeprefix(cls.prefix).title()}",
+               "--last-name=Student"] for s in cls.students]
+    for step in steps:
+        done = as_user(cls.instructor, [nbgrader, *step], cls, cwd=cls.course)
         if done.returncode:
-            raise ClassSetupError(f"nbgrader {step} {chapter} failed as {cls.instructor}:\n"
+            raise ClassSetupError(f"nbgrader {' '.join(step)} failed as {cls.instructor}:\n"
                                   f"{done.stderr[-3000:]}")
 
 
@@ -441,6 +446,12 @@ def set_up(cls: ClassHub) -> None:
     """Everything before the hub starts: accounts, shared Python and cache, config, release."""
     _require_root()
     proxy_command()
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", cls.port))
+        except OSError:
+            raise ClassSetupError(f"port {cls.port} (CLASS_PORT, --port) is in use. "
+                                  "Fix: CLASS_PORT=<another port>") from None
     cls.python, extra = shared_environment()
     cls.extra_env.update(extra)
     cls.state.mkdir(parents=True, exist_ok=True)
@@ -491,6 +502,10 @@ def stop_hub(hub: subprocess.Popen) -> None:
             hub.wait(10)
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, default=ROOT / "build" / "class" / "state",
@@ -522,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {user:20} {password:16} {role.get(user, 'student (Nbgrader > Assignments)')}")
             print(f"\nModel: {cls.model or 'the bundled SmolLM2-135M-Instruct'} for every user. "
                   f"Ctrl-C stops the hub; the accounts stay until: make class-remove\n")
+            signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the hub as Ctrl-C does
             try:
                 hub.wait()
             except KeyboardInterrupt:

@@ -72,10 +72,6 @@ COMMENT = {"alice": "Right: recorded and derived told apart.",
 SLOW_S = 600_000                         # ms: a login spawns a server, autograde runs a kernel
 TIMES: dict[str, float] = {}             # each step's wall time (printed at the end)
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the class test creates Unix "
-                                "accounts: it runs as root (make test does in CI)")
-
-
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
     if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
@@ -86,6 +82,8 @@ def shots(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """The class, set up and its hub started; the accounts and the class folder removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("the class test creates Unix accounts: it runs as root (make test does in CI)")
     if not CHROMIUM.exists():
         pytest.fail("the class test needs Debian's chromium: apt-get install -y chromium")
     # Every user reads the class folder: not under pytest's own (mode 0700) temporary folder.
@@ -281,7 +279,9 @@ def _manual_grade(page, hub, student: str, points: float, shots: Path) -> None:
     """Manual Grading > chapter > notebook > the student's submission: the written answer's
     score and a comment, saved when the field is left (waited for in the gradebook)."""
     _formgrader(page, hub, f"gradebook/{CHAPTER}/{CHAPTER}")
-    href = page.locator("#main-table a.name-shown", has_text=student).get_attribute("href")
+    # The class list names each student (scripts/class_hub.py adds them to the gradebook).
+    shown = f"Student, {_name(hub, student).title()}"
+    href = page.locator("#main-table a.name-shown", has_text=shown).get_attribute("href")
     page.goto(f"{hub.url}{href}")
     # The page binds its fields once the grades and comments have loaded: a change before is lost.
     page.wait_for_load_state("networkidle")
@@ -415,3 +415,67 @@ def test_the_gradebook_and_the_export_hold_what_was_submitted(hub, pages):
     with sqlite3.connect(hub.course / "gradebook.db") as db:
         names = {n for (n,) in db.execute("select name from assignment")}
     assert names == {CHAPTER, "00_start_here"}
+
+
+def test_formgrader_totals_span_the_gradebook_and_each_chapter_shows_its_own(hub, pages, shots):
+    """Manage Students: a student's total is over every assignment in the gradebook (nbgrader's
+    Student.max_score sums them all: here the released chapter and 00_start_here, generated
+    only); the student's own page shows each chapter out of its own points."""
+    page, alice = pages[hub.instructor], hub.students[0]
+    gradebook_max = MAX + sum(
+        float(c.metadata.nbgrader["points"]) for c in nbformat.read(
+            ROOT / "notebooks" / "00_start_here.ipynb", as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade"))
+    total = AUTO["alice"] + MANUAL["alice"]
+    _formgrader(page, hub, "manage_students")
+    _wait_row(page, alice, rf"\t{total:g} / {gradebook_max:g}\t")
+    assert "Alice" in page.locator("#main-table tr", has_text=alice).inner_text()
+    page.screenshot(path=str(shots / "hub-formgrader-students.png"))
+    _formgrader(page, hub, f"manage_students/{alice}")
+    _wait_row(page, CHAPTER, rf"{total:g} / {MAX:g}")
+
+
+# ----------------------------------------------------------------------------- set-up errors
+
+def test_a_folder_other_users_cannot_enter_is_named():
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:  # /tmp: open to every user
+        Path(folder).chmod(0o755)
+        private = Path(folder) / "private"
+        (private / "class").mkdir(parents=True)
+        private.chmod(0o700)
+        assert class_hub.blocked_for_others(private / "class") == private
+        private.chmod(0o755)
+        (private / "class").chmod(0o755)
+        assert class_hub.blocked_for_others(private / "class") is None
+
+
+def test_existing_accounts_are_refused_before_anything_is_made():
+    with pytest.raises(class_hub.ClassSetupError, match=r"root exist already\. Fix: --prefix"):
+        class_hub.create_accounts(["root"])
+
+
+def test_ports_are_below_the_range_the_system_hands_out():
+    taken: set[int] = set()
+    ports = [class_hub.free_port(taken) for _ in range(5)]
+    assert len(set(ports)) == 5 and all(20000 <= p < 32000 for p in ports)
+
+
+def test_the_class_model_server_is_set_once_for_every_user(tmp_path):
+    """COURSE_MODEL given to make class reaches every user's server (c.Spawner.environment)."""
+    from types import SimpleNamespace
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    if not class_hub.PROXY.exists():
+        pytest.skip("make class-proxy installs the proxy the hub configuration names")
+    cls = class_hub.ClassHub(state=tmp_path, prefix="cfg-", model="http://gpu-box:8000/v1")
+    (tmp_path / "jupyterhub_config.py").write_text(class_hub.hub_config(cls))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(tmp_path)).load_config()
+    environment = config.Spawner.environment
+    for user in cls.users:
+        spawner = SimpleNamespace(user=SimpleNamespace(name=user))
+        values = {k: v(spawner) if callable(v) else v for k, v in environment.items()}
+        assert values["COURSE_MODEL"] == "http://gpu-box:8000/v1"
+        role = "instructor" if user == cls.instructor else "student"
+        assert values["JUPYTER_CONFIG_PATH"] == str(tmp_path / f"jupyter-{role}")
+    assert config.Authenticator.allowed_users == set(cls.users)
