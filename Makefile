@@ -166,7 +166,7 @@ class-remove: install
 # Debian's npm installed when missing and we are root.
 CLASS_PROXY := build/class/proxy/node_modules/.bin/configurable-http-proxy
 class-proxy: $(CLASS_PROXY)
-$(CLASS_PROXY):
+$(CLASS_PROXY): | $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
 	else echo "make class needs npm for JupyterHub's proxy: sudo apt-get install -y npm"; exit 1; fi; }
