@@ -4,7 +4,10 @@
 ``NBGRADER_COURSE=...``), puts every chapter under ``source/<chapter>/`` and runs nbgrader's own
 ``generate_assignment``; ``make nbgrader-autograde``, ``make nbgrader-export`` and ``make
 nbgrader-formgrader`` run the rest of nbgrader's pipeline in that folder (``make lab-instructor``
-serves it too, its Formgrader reading this file). See README.md, "Coursework".
+serves it too, its Formgrader reading this file). See README.md, "Coursework". ``make class``
+(``scripts/class_hub.py``) puts it in the instructor's ``~/course`` on a JupyterHub, where the
+course id and the exchange come from the hub's config folder for every user as well (README.md,
+"A class on JupyterHub").
 
 Three parts of nbgrader's chain are the course's own (``course.grading``): feedback without
 the hidden tests, an untouched check cell taken for the released one (no checksum warning), and
