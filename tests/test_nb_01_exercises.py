@@ -20,7 +20,7 @@ def _names() -> dict:
             "ToolRegistry": ToolRegistry, "sales_summary": sales_summary}
 
 
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_the_instructor_solution_passes(n):
     verdict = EXERCISES.grade(n, _names())
     assert verdict.passed, verdict
@@ -70,6 +70,31 @@ WRONG = {
             "def refund_rule(tool, arguments):\n"
             "    order = arguments['order_id']\n"
             "    return f'{order} over 100' if arguments['amount'] > 100 else None\n"),
+    },
+    4: {
+        "no way back from the tools": (
+            "from langgraph.graph import END, START, MessagesState, StateGraph\n"
+            "from langgraph.prebuilt import ToolNode, tools_condition\n"
+            "def build_tool_graph(tools, model):\n"
+            "    bound = model.bind_tools(list(tools))\n"
+            "    g = StateGraph(MessagesState)\n"
+            "    g.add_node('agent', lambda s: {'messages': [bound.invoke(s['messages'])]})\n"
+            "    g.add_node('tools', ToolNode(list(tools)))\n"
+            "    g.add_edge(START, 'agent')\n"
+            "    g.add_conditional_edges('agent', tools_condition)\n"
+            "    return g.compile()\n"),
+        "always through the tools": (
+            "from langgraph.graph import END, START, MessagesState, StateGraph\n"
+            "from langgraph.prebuilt import ToolNode, tools_condition\n"
+            "def build_tool_graph(tools, model):\n"
+            "    bound = model.bind_tools(list(tools))\n"
+            "    g = StateGraph(MessagesState)\n"
+            "    g.add_node('agent', lambda s: {'messages': [bound.invoke(s['messages'])]})\n"
+            "    g.add_node('tools', ToolNode(list(tools)))\n"
+            "    g.add_edge(START, 'agent')\n"
+            "    g.add_edge('agent', 'tools')\n"
+            "    g.add_edge('tools', END)\n"
+            "    return g.compile()\n"),
     },
 }
 

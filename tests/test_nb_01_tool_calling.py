@@ -42,6 +42,10 @@ def test_qwen_template_renders_the_tools_and_special_tokens(run):
     assert 151657 in in_prompt  # the format example in the system text uses the special token
     assert eval(_field(ids, "'<tools>' as Qwen tokens:")) == ["<", "tools", ">"]
     call = run.text("qwen-call")
+    rendered = eval(_field(call, "rendered by the hybrid (thinking) Qwen3 template:"))
+    assert rendered.startswith("<think>\n\n</think>")  # the hybrid template's empty think block
+    instruct = eval(_field(call, "the call part, as Qwen3-4B-Instruct-2507 writes it (no think block):"))
+    assert instruct.startswith("<tool_call>") and "<think>" not in instruct
     assert "parsed as: call get_weather(" in call and '"city": "Berlin"' in call
     assert _field(call, "the registry runs it:") == "Berlin: 9 °C, rain"
 
@@ -101,16 +105,25 @@ def test_empty_result_vs_refusal_counted_over_n_replies(run):
 
     text = run.text("silence-vs-refusal")
     assert re.match(r"N = 6 sampled replies per tool message, at most 24 tokens", text)
-    blocks = re.split(r"^(?=empty tool result:|refusal string:)", text, flags=re.M)[1:]
-    assert len(blocks) == 2
-    for block in blocks:
+    blocks = re.split(r"^(?=empty tool result:|refusal string:|claims of success|more claims)",
+                      text, flags=re.M)[1:]
+    assert len(blocks) == 3
+    claims = []
+    for block in blocks[:2]:
         claimed, n = map(int, re.search(r"replies claiming success: (\d+)/(\d+)", block).groups())
-        rows = re.findall(r"^\s+\[\s*(claims success|no claim)\] (.*)$", block, re.M)
-        assert n == 6 and len(rows) == 6
-        assert claimed == sum(label == "claims success" for label, _ in rows)
-        for label, reply in rows:  # the label is the rule applied to the shown reply
+        rows = re.findall(r"^\s+\[\s*(claims success|no claim)\] x(\d+) (.*)$", block, re.M)
+        assert n == 6 and sum(int(k) for _, k, _ in rows) == 6  # identical replies counted once
+        assert len({reply for _, _, reply in rows}) == len(rows)
+        assert claimed == sum(int(k) for label, k, _ in rows if label == "claims success")
+        for label, _, reply in rows:  # the label is the rule applied to the shown reply
             assert claims_success(eval(reply)) == (label == "claims success")
+        claims.append(claimed)
     assert "tool said ''" in blocks[0]
+    verdict = blocks[2]  # the framing follows the counts: a null result is said to be one
+    if claims[0] > claims[1]:
+        assert verdict.startswith("more claims of success after the empty result")
+    else:
+        assert "does not show the note's failure for this model" in verdict
 
 
 def test_gateway_audit_records(run):
@@ -161,7 +174,7 @@ def test_catalogue_and_recall(run):
         r"(\d+) tools in the catalogue: (\d+) prompt tokens .*: (\d+) tokens", text).groups())
     assert tools == 122 and tokens > 3000 and window > 0
     recall, _ = recall_at_k(ToolRetriever(build_catalogue()), k=5)
-    shown = re.search(r"recall@5 = (\d\.\d\d) on (\d+) labelled requests", run.text("recall"))
+    shown = re.search(r"recall@5 = (\d\.\d\d) on (\d+) labelled requests", run.text("catalogue"))
     assert float(shown.group(1)) == round(recall, 2) and int(shown.group(2)) == 44
     text = run.text("find-vs-database")
     assert "'limit': 500 is greater than the maximum of 5" in text
@@ -205,9 +218,11 @@ def test_mcp_round_trip_and_clean_shutdown(run):
 def test_closing_figures_and_exercises(run):
     closing = run.text("closing")
     recall = float(re.search(r"recall@5 = (\d\.\d\d)", closing).group(1))
-    assert recall == float(re.search(r"recall@5 = (\d\.\d\d)", run.text("recall")).group(1))
+    assert recall == float(re.search(r"recall@5 = (\d\.\d\d)", run.text("catalogue")).group(1))
     assert "constrained = 100%" in closing
-    for n, title in [(1, "check_reply"), (2, "best_region"), (3, "refund_rule")]:
+    assert "[passed] Quiz" in run.text("quiz-check")  # the instructor edition's answers
+    for n, title in [(1, "check_reply"), (2, "best_region"), (3, "refund_rule"),
+                     (4, "build_tool_graph")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
 
 
@@ -282,3 +297,69 @@ def test_six_tool_kinds_through_one_door(run):
     assert contents[7] == "[]"  # the injection is a search string, not SQL
     assert contents[8] == "299.71"
     assert contents[9].startswith("https://example.org/refunds")
+
+
+def test_a_tool_is_a_contract_and_tool_is_not_the_logic(run):
+    text = run.text("contract")
+    assert _field(text, "what it does:") == "Current weather for a city."
+    assert _field(text, "limits:").startswith("5 cities ['Berlin', 'Madrid', 'Oslo', 'Paris', 'Rome']")
+    assert _field(text, "cities named in what the model reads:") == "['Paris'] of 5"
+    text = run.text("tool-not-logic")
+    assert _field(text, "the same text for both:") == "True"
+    assert _field(text, "promise only, shipped O-1 ->") == "'order O-1 cancelled'"
+    assert _field(text, "checked in code, shipped O-1 ->") == (
+        "[refused] order O-1 has shipped and was NOT cancelled")
+
+
+def test_description_choice_is_measured_with_n(run):
+    from course.tools.descriptions import REQUESTS
+
+    text = run.text("description-choice")
+    assert text.splitlines()[0].startswith("[measured, SmolLM2-135M-Instruct, N = 9 requests")
+    right = {}
+    for label in ("poor descriptions", "good descriptions"):
+        got, n = map(int, re.search(rf"^{label}: (\d+)/(\d+) requests", text, re.M).groups())
+        spread = eval(re.search(rf"^{label}: .*chosen: (\{{.*\}})$", text, re.M).group(1))
+        assert n == len(REQUESTS) == sum(spread.values())
+        right[label] = got
+    gain = right["good descriptions"] - right["poor descriptions"]
+    verdict = _field(text, "difference:")
+    assert verdict.startswith(f"{gain:+d} of 9:")
+    assert ("moved the choice" in verdict) == (gain >= 2)  # the framing follows the counts
+
+
+def test_the_notes_registry_grows_into_the_door(run):
+    text = run.text("note-registry")
+    assert _field(text, "allowed:") == "Berlin: 9 °C, rain"
+    assert _field(text, "debug_dump:") == "ToolError: Tool 'debug_dump' is not allowed."
+    assert _field(text, "delete_everything:") == "ToolError: Tool 'delete_everything' is not allowed."
+    assert _field(text, "units='kelvin' runs anyway:") == "Berlin: 9 °C, rain"
+    assert "town='Rome' crashes the caller: TypeError:" in text
+    rows = re.findall(r"-> cell: \[(\w+)\] .* \| package: \[(\w+)\]", run.text("door-registry"))
+    assert rows == [("ok", "ok"), ("refused", "invalid_arguments"), ("refused", "invalid_arguments"),
+                    ("refused", "unknown_tool"), ("bug", "bug")]
+    source = run.text("registry-source")
+    assert source.startswith("    def check(self, name: Any, arguments: Any) -> ToolSpec:")
+    assert "'execute'" in source and len(source) < 3000
+
+
+def test_bfcl_sample_and_the_committed_run(run):
+    from course.tools.bfcl import BFCL_LAST_RUN, BfclRun
+
+    text = run.text("bfcl-sample")
+    head = text.splitlines()[0]
+    assert head.startswith("BFCL v4 (measured here, a sample; model SmolLM2-135M-Instruct; judge: "
+                           "bfcl-eval 2026.3.23 bfcl_eval/eval_checker/ast_eval/ast_checker.py")
+    rows = re.findall(r"^(simple|multiple)\s+(free|constrained)\s+(flat|all)\s+(\d+)\s+"
+                      r"([\d.]+)%\s+([\d.]+)%", text, re.M)
+    sample = rows[:2]
+    assert [(r[0], r[1], int(r[3])) for r in sample] == [("simple", "free", 2),
+                                                         ("simple", "constrained", 2)]
+    assert all(float(r[4]) == 100.0 for r in sample if r[1] == "constrained")  # format guaranteed
+    assert "95-99% well-formed [recorded, note 003]" in text
+    saved = BfclRun.from_json(BFCL_LAST_RUN)
+    assert "BFCL v4 (measured in an earlier run; model SmolLM2-135M-Instruct" in text
+    assert "python -m course.tools.bfcl" in saved.when
+    shown = [(r[0], r[1], r[2], int(r[3])) for r in rows[2:]]
+    assert shown == [(r.category, r.mode, r.subset, r.n) for r in saved.rows]
+    assert len(text) < 3000

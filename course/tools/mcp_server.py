@@ -105,9 +105,22 @@ async def connect() -> AsyncIterator[Any]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "course.tools.mcp_server"],
         cwd=str(Path(__file__).resolve().parents[2]))
-    async with stdio_client(params) as streams, ClientSession(*streams[:2]) as session:
+    async with stdio_client(params, errlog=_errlog()) as streams, \
+            ClientSession(*streams[:2]) as session:
         await session.initialize()
         yield session
+
+
+def _errlog() -> Any:
+    """Where the server's stderr goes: this process's stderr when it is a real file, else the
+    interpreter's original one. A Jupyter kernel's ``sys.stderr`` has no file descriptor when
+    ipykernel does not capture fds (it does not when ``PYTEST_CURRENT_TEST`` is set, as under
+    the notebook tests), and a subprocess needs one."""
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return sys.__stderr__
 
 
 def _result_text(result: Any) -> str:
