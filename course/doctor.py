@@ -384,10 +384,29 @@ def _widgets() -> Check:
                  "widgets would show as text. Fix: run `make install` (it installs ipywidgets).")
 
 
+def _adapter() -> Check:
+    """The tools adapter (``course/data/adapters/smollm2-tools``) against its manifest: required
+    when ``COURSE_MODEL=bundled+tools`` selects it, optional otherwise."""
+    try:
+        wanted = active_model().with_adapter
+    except CourseSettingError:
+        wanted = False
+    from course.finetune.adapter import AdapterError, adapter_dir, check_adapter
+
+    try:
+        manifest = check_adapter()
+    except AdapterError as err:
+        return Check("tools adapter", False, str(err), optional=not wanted)
+    return Check("tools adapter", True,
+                 f"{adapter_dir()}: files match the manifest (base {manifest['base_model']}, "
+                 f"{manifest.get('steps')} steps, final loss {manifest.get('final_loss')})",
+                 optional=not wanted)
+
+
 def run_checks() -> list[Check]:
     """Run every check, in the order the report prints them."""
-    return [_python(), _libraries(), _jupyterlab(), _model(), _roles(), _gpu(), _offline(),
-            _gpt2(), _qwen(), _cache(), _widgets()]
+    return [_python(), _libraries(), _jupyterlab(), _model(), _adapter(), _roles(), _gpu(),
+            _offline(), _gpt2(), _qwen(), _cache(), _widgets()]
 
 
 def report() -> bool:

@@ -169,3 +169,34 @@ def test_bundled_tools_setting_loads_base_plus_adapter(tokenizer):
         a = base.model(input_ids=ids).logits
         b = tuned.model(input_ids=ids).logits
     assert not torch.allclose(a, b, atol=1e-4)  # the adapter changes what the model computes
+    from course.models import load_local_model  # the setting, through the course's loader
+
+    local = load_local_model(choice)
+    assert type(local.model).__name__ == "PeftModelForCausalLM" and local.choice == choice
+    with torch.no_grad():
+        assert torch.allclose(local.model(input_ids=ids).logits, b, atol=1e-4)
+
+
+def test_doctor_checks_the_adapter(monkeypatch, tmp_path):
+    from course import doctor
+    from course.finetune import adapter
+
+    monkeypatch.delenv("COURSE_MODEL", raising=False)
+    check = doctor._adapter()
+    assert check.ok and "files match the manifest" in check.detail and check.optional
+    shutil.copytree(adapter.adapter_dir(), tmp_path / adapter.DEFAULT_ADAPTER)
+    (tmp_path / adapter.DEFAULT_ADAPTER / "adapter_config.json").write_text("{}")
+    monkeypatch.setattr(adapter, "ADAPTERS_DIR", tmp_path)
+    check = doctor._adapter()
+    assert not check.ok and check.status == "warn" and "adapter_config.json" in check.detail
+    monkeypatch.setenv("COURSE_MODEL", "bundled+tools")  # selected: a damaged adapter fails
+    check = doctor._adapter()
+    assert check.status == "FAIL" and "python -m course.finetune" in check.detail
+
+
+def test_loss_curve_means_each_window():
+    from course.finetune.train import loss_curve
+
+    assert loss_curve([3, 2, 1, 0.5, 0.25], 2) == [(1, 2, 2.5), (3, 4, 0.75), (5, 5, 0.25)]
+    with pytest.raises(ValueError, match="window=0"):
+        loss_curve([1.0], 0)

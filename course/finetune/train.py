@@ -252,6 +252,7 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     model.peft_config["default"].base_model_name_or_path = BASE_MODEL_ID
     model.save_pretrained(str(out_dir), save_embedding_layers=False)
+    (out_dir / "README.md").unlink(missing_ok=True)  # PEFT's blank model card: the manifest says it
     (out_dir / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in log))
     if trajectories_text:
         (out_dir / "trajectories.jsonl").write_text(trajectories_text, encoding="utf-8")
