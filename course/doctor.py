@@ -7,9 +7,9 @@ compares the prepared files with the manifest ``prepare`` wrote (course/assets.p
 are hashed whole, the weights and the GGUF only when their size or mtime changed, else by a
 sample of 64 blocks. A model folder the kernel would load (``COURSE_MODEL=/some/dir``, or the
 bundled model's converted copy) is checked the way the loader loads it
-(:func:`model_folder_problem`: transformers' ``AutoConfig``, the weights' size from the config,
+(:func:`course.models.model_folder_problem`: transformers' ``AutoConfig``, the weights' size from the config,
 each safetensors header), so a folder that cannot load is a ``[FAIL]`` naming the file; the
-loader's own failures are named by the same check (:func:`load_failure`). A hub id's files are
+loader's own failures are named by the same check (:func:`course.models.load_failure`). A hub id's files are
 not checked beyond finding its ``config.json`` in the local cache.
 
 On Google Colab the checks of JupyterLab and its widget extension do not apply (Colab shows the
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from course.settings import (
     MODEL_SETTING,
     CourseSettingError,
-    ModelChoice,
     active_model,
     hub_offline,
     on_colab,
@@ -142,107 +141,6 @@ def _gpu() -> Check:
 PREPARE = "python -m course prepare"
 
 
-def local_folder_fix(folder: str | Path) -> str:
-    """The fix for a damaged model folder named by ``COURSE_MODEL`` (a path the student chose)."""
-    return (f"Fix: save the model into {folder} again (save_pretrained()), point {MODEL_SETTING} "
-            f"at another model folder, or unset {MODEL_SETTING} to use the bundled model.")
-
-
-def model_folder_problem(folder: str | Path, label: str, fix: str,
-                         where: Placement | None = None) -> str | None:
-    """Why the loader (``course.models._load``) cannot load the transformers model in ``folder``,
-    naming the file, or None; no weight is read.
-
-    The same calls as the loader, in its order: ``AutoConfig.from_pretrained`` on
-    ``config.json``; the weights' size estimated from it (:func:`course.models.check_fits`,
-    a model built on the ``meta`` device) against ``where``'s memory (skipped when ``where`` is
-    None); then the weights file transformers would pick (``model.safetensors``, its sharded
-    index, ``pytorch_model.bin``), each safetensors file's header read with
-    ``safetensors.safe_open`` (:func:`course.assets.safetensors_problem`). ``fix`` ends a
-    message about a damaged or missing file; a model too big for this machine gets
-    ``check_fits``' own message. Not checked: the tokenizer files and a ``.bin`` file's pickle
-    (reading either costs as much as loading it).
-    """
-    from transformers import AutoConfig
-    from transformers.utils import (
-        SAFE_WEIGHTS_INDEX_NAME,
-        SAFE_WEIGHTS_NAME,
-        WEIGHTS_INDEX_NAME,
-        WEIGHTS_NAME,
-    )
-    from transformers.utils.hub import get_checkpoint_shard_files
-
-    from course.assets import safetensors_problem
-    from course.models import check_fits, estimate_weight_bytes
-
-    folder = Path(folder)
-    config = folder / "config.json"
-
-    def why(err: BaseException) -> str:
-        text = " ".join(str(err).split())
-        return f"{type(err).__name__}: {text[:200]}"
-
-    try:
-        AutoConfig.from_pretrained(str(folder))
-    except Exception as err:  # whatever transformers raises, named with its file
-        return f"{config} cannot be read by transformers' AutoConfig ({why(err)}). {fix}"
-    try:
-        if where is None:
-            estimate_weight_bytes(str(folder))
-        else:
-            check_fits(str(folder), where, label)
-    except CourseSettingError as err:
-        return str(err)
-    except Exception as err:  # e.g. a negative size: the meta model cannot be built
-        return f"{config} describes a model that cannot be built ({why(err)}). {fix}"
-    names = (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_NAME, WEIGHTS_INDEX_NAME)
-    found = next((folder / n for n in names if (folder / n).is_file()), None)
-    if found is None:
-        return (f"{folder} holds no weights file (transformers looks for "
-                f"{', '.join(names)}). {fix}")
-    if found.name.endswith(".index.json"):
-        try:
-            shards, _ = get_checkpoint_shard_files(str(folder), str(found))
-        except Exception as err:  # broken JSON, no weight_map
-            return f"{found} cannot be read as a checkpoint index ({why(err)}). {fix}"
-        shards = [Path(s) for s in shards]
-    else:
-        shards = [found]
-    for shard in shards:
-        if shard.suffix == ".safetensors":
-            problem = safetensors_problem(shard)
-        else:
-            problem = None if shard.is_file() else f"{shard} is missing"
-        if problem:
-            return f"{problem}. {fix}"
-    return None
-
-
-def load_failure(choice: ModelChoice, source: str, err: BaseException) -> CourseSettingError:
-    """The course error for a model the loader could not load: the file that is broken (by
-    :func:`model_folder_problem`) and the fix that fits the setting.
-
-    The bundled model's converted copy is repaired by ``python -m course prepare``; nothing
-    tells a student to unset a ``COURSE_MODEL`` they never set. A local folder gets
-    :func:`local_folder_fix`; a hub id the advice to check it.
-    """
-    raw = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
-    if choice.is_bundled:
-        fix = (f"Fix: run `{PREPARE}`; it checks the converted copy and converts the bundled "
-               "model again.")
-        problem = model_folder_problem(source, choice.value, fix)
-        return CourseSettingError(
-            f"The bundled model's converted copy at {source} could not be loaded ({raw}): "
-            + (problem or f"a file in it is damaged. {fix}"))
-    if choice.local_path:
-        problem = model_folder_problem(source, choice.value, local_folder_fix(source))
-        return CourseSettingError(f"{MODEL_SETTING}={choice.value!r} could not be loaded "
-                                  f"({raw}): " + (problem or local_folder_fix(source)))
-    return CourseSettingError(
-        f"{MODEL_SETTING}={choice.value!r} could not be loaded ({raw}). Fix: check the id, or "
-        f"unset {MODEL_SETTING} to use the bundled model.")
-
-
 def _model() -> Check:
     try:
         choice = active_model()
@@ -270,6 +168,7 @@ def _model() -> Check:
                 " Fix: run `python -m course prepare` (or `make assets`); it converts again.",
             )
         from course.assets import manifest_groups
+        from course.models import model_folder_problem
 
         # files the manifest matched are the ones prepare converted and saved: loadable. A
         # cache without the manifest's record is checked the way the loader reads it (a few
@@ -282,7 +181,12 @@ def _model() -> Check:
                                          f"cannot load: {problem}")
         return Check("model", True, f"{choice.describe()}; converted copy at {converted}")
     try:
-        from course.models import served_model_name, transformers_source
+        from course.models import (
+            local_folder_fix,
+            model_folder_problem,
+            served_model_name,
+            transformers_source,
+        )
 
         if not choice.in_kernel:
             name = served_model_name(choice)

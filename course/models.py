@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from course.settings import (
@@ -340,8 +341,6 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     except CourseSettingError:
         raise
     except Exception as err:  # a damaged file raises anything: the doctor's check names it
-        from course.doctor import load_failure
-
         raise load_failure(choice, source, err) from err
     finally:
         hf_logging.enable_progress_bar()
@@ -363,6 +362,119 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
 
     release_after_model_cells(model)
     return local
+
+
+PREPARE_COMMAND = "python -m course prepare"
+
+
+def local_folder_fix(folder: str | Path) -> str:
+    """The fix for a damaged model folder named by ``COURSE_MODEL`` (a path the student chose)."""
+    return (f"Fix: save the model into {folder} again (save_pretrained()), point {MODEL_SETTING} "
+            f"at another model folder, or unset {MODEL_SETTING} to use the bundled model.")
+
+
+def model_folder_problem(folder: str | Path, label: str, fix: str,
+                         where: Placement | None = None) -> str | None:
+    """Why the loader (:func:`_load`) cannot load the transformers model in ``folder``,
+    naming the file, or None; no weight is read.
+
+    The same calls as the loader, in its order: ``AutoConfig.from_pretrained`` on
+    ``config.json``; the weights' size estimated from it (:func:`check_fits`,
+    a model built on the ``meta`` device) against ``where``'s memory (skipped when ``where`` is
+    None); then the weights file transformers would pick (``model.safetensors``, its sharded
+    index, ``pytorch_model.bin``), each safetensors file's header read with
+    ``safetensors.safe_open`` (:func:`course.assets.safetensors_problem`). ``fix`` ends a
+    message about a damaged or missing file; a model too big for this machine gets
+    ``check_fits``' own message. Not checked: the tokenizer files and a ``.bin`` file's pickle
+    (reading either costs as much as loading it).
+    """
+    from transformers import AutoConfig
+    from transformers.utils import (
+        SAFE_WEIGHTS_INDEX_NAME,
+        SAFE_WEIGHTS_NAME,
+        WEIGHTS_INDEX_NAME,
+        WEIGHTS_NAME,
+    )
+    from transformers.utils.hub import get_checkpoint_shard_files
+
+    from course.assets import safetensors_problem
+
+    folder = Path(folder)
+    config = folder / "config.json"
+
+    def why(err: BaseException) -> str:
+        text = " ".join(str(err).split())
+        return f"{type(err).__name__}: {text[:200]}"
+
+    try:
+        AutoConfig.from_pretrained(str(folder))
+    except Exception as err:  # whatever transformers raises, named with its file
+        return f"{config} cannot be read by transformers' AutoConfig ({why(err)}). {fix}"
+    try:
+        if where is None:
+            estimate_weight_bytes(str(folder))
+        else:
+            check_fits(str(folder), where, label)
+    except CourseSettingError as err:
+        return str(err)
+    except Exception as err:  # e.g. a negative size: the meta model cannot be built
+        return f"{config} describes a model that cannot be built ({why(err)}). {fix}"
+    names = (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_NAME, WEIGHTS_INDEX_NAME)
+    found = next((folder / n for n in names if (folder / n).is_file()), None)
+    if found is None:
+        return (f"{folder} holds no weights file (transformers looks for "
+                f"{', '.join(names)}). {fix}")
+    if found.name.endswith(".index.json"):
+        try:
+            shards, _ = get_checkpoint_shard_files(str(folder), str(found))
+        except Exception as err:  # broken JSON, no weight_map
+            return f"{found} cannot be read as a checkpoint index ({why(err)}). {fix}"
+        shards = [Path(s) for s in shards]
+    else:
+        shards = [found]
+    for shard in shards:
+        if shard.suffix == ".safetensors":
+            problem = safetensors_problem(shard)
+        else:
+            problem = None if shard.is_file() else f"{shard} is missing"
+        if problem:
+            return f"{problem}. {fix}"
+    return None
+
+
+def converted_copy_cannot_load(folder: Path | None = None) -> bool:
+    """True when the bundled model's converted copy (``folder``, default the cache's) is there
+    but the loader's own checks (:func:`model_folder_problem`) fail: ``prepare`` converts it
+    again. A copy that is missing or fails its format checks is converted again anyway."""
+    from course.assets import converted_model_dir
+
+    folder = folder or converted_model_dir()
+    return folder.is_dir() and model_folder_problem(folder, "bundled", "") is not None
+
+
+def load_failure(choice: ModelChoice, source: str, err: BaseException) -> CourseSettingError:
+    """The course error for a model the loader could not load: the file that is broken (by
+    :func:`model_folder_problem`) and the fix that fits the setting.
+
+    The bundled model's converted copy is repaired by ``python -m course prepare``; nothing
+    tells a student to unset a ``COURSE_MODEL`` they never set. A local folder gets
+    :func:`local_folder_fix`; a hub id the advice to check it.
+    """
+    raw = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+    if choice.is_bundled:
+        fix = (f"Fix: run `{PREPARE_COMMAND}`; it checks the converted copy and converts the bundled "
+               "model again.")
+        problem = model_folder_problem(source, choice.value, fix)
+        return CourseSettingError(
+            f"The bundled model's converted copy at {source} could not be loaded ({raw}): "
+            + (problem or f"a file in it is damaged. {fix}"))
+    if choice.local_path:
+        problem = model_folder_problem(source, choice.value, local_folder_fix(source))
+        return CourseSettingError(f"{MODEL_SETTING}={choice.value!r} could not be loaded "
+                                  f"({raw}): " + (problem or local_folder_fix(source)))
+    return CourseSettingError(
+        f"{MODEL_SETTING}={choice.value!r} could not be loaded ({raw}). Fix: check the id, or "
+        f"unset {MODEL_SETTING} to use the bundled model.")
 
 
 def load_local_model(choice: ModelChoice | None = None) -> LocalModel:

@@ -91,7 +91,7 @@ def folder(tiny_model, tmp_path, monkeypatch):
 def test_a_good_folder_passes_the_doctor_and_loads(folder):
     check = doctor._model()
     assert check.ok, check.line()
-    assert doctor.model_folder_problem(folder, str(folder), "Fix: x") is None
+    assert models.model_folder_problem(folder, str(folder), "Fix: x") is None
     local = models.load_local_model(parse_model_setting(str(folder)))
     assert isinstance(local.generate([{"role": "user", "content": "hi"}], max_new_tokens=2), str)
 
@@ -158,12 +158,12 @@ def test_a_broken_bundled_copy_names_the_file_and_prepare_not_unset(bundled_copy
     check = doctor._model()
     assert check.status == "FAIL" and "config.json" in check.detail and FIX in check.detail
     assert "unset COURSE_MODEL" not in check.detail
-    assert assets._converted_copy_cannot_load()  # prepare converts it again (not 'all done')
+    assert models.converted_copy_cannot_load()  # prepare converts it again (not 'all done')
 
 
 @pytest.mark.contract("wrong result")
 def test_a_good_bundled_copy_is_left_alone(bundled_copy):
-    assert doctor._model().ok and not assets._converted_copy_cannot_load()
+    assert doctor._model().ok and not models.converted_copy_cannot_load()
 
 
 @pytest.mark.slow
@@ -177,7 +177,7 @@ def test_loading_a_damaged_bundled_copy_converts_it_again_instead_of_crashing(bu
     assert "tokenizer.json" in assets.bundled_model_problem()
     local = models.load_local_model()
     assert local.source == str(bundled_copy)
-    assert assets.bundled_model_problem() is None and not assets._converted_copy_cannot_load()
+    assert assets.bundled_model_problem() is None and not models.converted_copy_cannot_load()
     assert "added_tokens" in json.loads((bundled_copy / "tokenizer.json").read_text())
     reply = local.generate([{"role": "user", "content": "What is 2+2?"}], max_new_tokens=8)
     assert isinstance(reply, str) and reply.strip()
