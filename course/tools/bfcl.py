@@ -323,7 +323,8 @@ def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
 
 
 def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
-    """``python -m course.tools.bfcl [--limit N] [--categories simple,multiple] [--prepare]``."""
+    """``python -m course.tools.bfcl [--limit N] [--categories simple,multiple] [--out PATH]
+    [--prepare]``: every question of both categories unless limited (hours on a loaded CPU)."""
     import argparse
 
     parser = argparse.ArgumentParser(description="BFCL v4 simple/multiple on the local model, "
@@ -331,7 +332,7 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
     parser.add_argument("--categories", default=",".join(CATEGORIES))
     parser.add_argument("--limit", type=int, default=None, help="first N flat questions only")
     parser.add_argument("--prepare", action="store_true", help="only fetch the wheel")
-    parser.add_argument("--no-save", action="store_true", help=f"do not write {BFCL_LAST_RUN.name}")
+    parser.add_argument("--out", type=Path, default=BFCL_LAST_RUN, help="where the table is saved")
     args = parser.parse_args(argv)
     print("wheel:", bfcl_wheel(), flush=True)
     if args.prepare:
@@ -340,14 +341,15 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
 
     start = time.perf_counter()
     local = probe_model()
-    command = "python -m course.tools.bfcl" + (f" --limit {args.limit}" if args.limit else "")
+    command = "python -m course.tools.bfcl" + (
+        f" --categories {args.categories}" if args.categories != ",".join(CATEGORIES) else "") + (
+        f" --limit {args.limit}" if args.limit else "")
     run = evaluate_bfcl(local, args.categories.split(","), limit=args.limit, free_on_all=True,
                    log=lambda line: print(line, flush=True))
     run.when = (f"{time.strftime('%Y-%m-%d')}, {command}, greedy, "
                 f"{time.perf_counter() - start:.0f} s on a shared 2-core CPU machine")
     print(run)
-    if not args.no_save:
-        print("written to", run.to_json(BFCL_LAST_RUN))
+    print("written to", run.to_json(args.out))
 
 
 if __name__ == "__main__":
