@@ -345,7 +345,7 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
         f" --categories {args.categories}" if args.categories != ",".join(CATEGORIES) else "") + (
         f" --limit {args.limit}" if args.limit else "")
     run = evaluate_bfcl(local, args.categories.split(","), limit=args.limit, free_on_all=True,
-                   log=lambda line: print(line, flush=True))
+                        log=lambda line: print(line, flush=True))
     run.when = (f"{time.strftime('%Y-%m-%d')}, {command}, greedy, "
                 f"{time.perf_counter() - start:.0f} s on a shared 2-core CPU machine")
     print(run)
