@@ -20,7 +20,10 @@ library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doct
 :mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
 :mod:`course.checkpoints` (threads and the SQLite checkpointer), :mod:`course.drawing` (figures
 and LangGraph graphs drawn offline), :mod:`course.workspace` (the student's copy of the
-notebooks), :mod:`course.exports` (a chapter package's names, imported on first use) and the package :mod:`course.grading` (student edition and the class grader).
+notebooks), :mod:`course.exports` (a chapter package's names, imported on first use), :mod:`course.quiz`
+(every chapter's quiz; its widget is ``widgets.quiz``), :mod:`course.memory_release` (a kernel
+gives back what a model's work freed) and the package :mod:`course.grading` (student edition and
+the class grader).
 Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face
 model is chosen), before any Hugging Face library is imported.
 """
