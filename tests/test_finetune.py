@@ -200,3 +200,31 @@ def test_loss_curve_means_each_window():
     assert loss_curve([3, 2, 1, 0.5, 0.25], 2) == [(1, 2, 2.5), (3, 4, 0.75), (5, 5, 0.25)]
     with pytest.raises(ValueError, match="window=0"):
         loss_curve([1.0], 0)
+
+
+def test_fixed_code_is_what_a_debug_answer_must_be():
+    from course.finetune.evaluate import fixed_code_returned
+
+    script = "numbers=[0, 1, 2]\n\nfor i in range(4):\n    print(numbers(i))\n"
+    fixed = "numbers = [0, 1, 2]\nfor i in range(len(numbers)):\n    print(numbers[i])\n"
+    assert fixed_code_returned(fixed, script)
+    assert not fixed_code_returned(script, script)  # the script handed back unchanged
+    assert not fixed_code_returned("3", script)  # a value (the tuned model's answer, measured)
+    assert not fixed_code_returned("final_answer(numbers)", script)
+    assert not fixed_code_returned("numbers = [", script)
+
+
+def test_committed_evaluation_shows_the_adapter_beats_the_base_on_parse_rate():
+    from course.finetune.adapter import adapter_dir, check_adapter
+
+    record = json.loads((adapter_dir() / "evaluation.json").read_text())
+    assert record["label"] == "measured"
+    assert record["adapter_sha256"] == check_adapter()["files"]["adapter_model.safetensors"]
+    base, tuned = record["summary"]
+    assert "LoRA" in tuned["model"] and "LoRA" not in base["model"]
+    assert tuned["tasks"] == base["tasks"] == 6
+    assert tuned["parse_rate"] > base["parse_rate"]
+    for summary in (base, tuned):  # the summary is the runs' own sum
+        runs = record["runs"][summary["model"]]
+        assert summary["parsed_steps"] == sum(r["parsed_steps"] for r in runs)
+        assert summary["success"] == sum(r["success"] for r in runs)

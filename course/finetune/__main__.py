@@ -71,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
 
     comparison = compare(out, max_steps=args.eval_steps)
     print(comparison, flush=True)
-    (out / "evaluation.json").write_text(json.dumps(comparison.as_dict(), indent=2) + "\n")
+    from course.finetune.adapter import check_adapter
+
+    record = comparison.as_dict()
+    record["adapter_sha256"] = check_adapter(out)["files"]["adapter_model.safetensors"]
+    record["torch_threads"] = torch.get_num_threads()
+    (out / "evaluation.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 

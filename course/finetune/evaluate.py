@@ -10,8 +10,9 @@ runs do), reusing the kept key/value cache of the shared system prompt. Per run 
 - right tool: the first step calls the tool the task needs first (``web_search``), or, for a
   script to debug, the first step runs the script;
 - success: the run reached a final answer, the trajectory checks
-  (:func:`course.agents.evaluation.check_trajectory`) raise no flag, and, where the task has a
-  known answer (the car to draw), the image tool was asked for it;
+  (:func:`course.agents.evaluation.check_trajectory`) raise no flag, where the task has a
+  known answer (the car to draw) the image tool was asked for it, and where it gives a script
+  to fix the answer is fixed code (:func:`fixed_code_returned`);
 - tokens: input and output tokens the model object reported.
 
 Every figure is *measured* (the models ran here). Not handled: sampling (greedy only), judging
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "run_task"]
+__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "fixed_code_returned", "run_task"]
 
 MAX_NEW_TOKENS = 160
 """Cap on one step's new tokens (the longest trained output, a fixed script, is about 110)."""
@@ -66,6 +67,26 @@ def _kernel_agent_model(local: Any, max_new_tokens: int) -> Any:
     return model
 
 
+def fixed_code_returned(answer: str, script: str) -> bool:
+    """Whether ``answer`` is a fixed version of ``script``: Python that parses, is not the script
+    itself, and assigns a name the script assigns (``3`` or ``final_answer(values)`` is not).
+
+    The trajectory checks accept a run whose code merely uses a name the script defines as having
+    run the script; this asks of the answer what the task asked for, code.
+    """
+    import ast
+
+    try:
+        tree, given = ast.parse(answer), ast.parse(script)
+    except SyntaxError:
+        return False
+
+    def stored(t: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    return answer.strip() != script.strip() and bool(stored(tree) & stored(given))
+
+
 def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResult:
     """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``."""
     from smolagents import CodeAgent
@@ -100,6 +121,9 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResul
     flags = [f.label for f in check_trajectory(trace)]
     drawn = [c.get("prompt", "") for t in tools for c in getattr(t, "calls", []) if "prompt" in c]
     answered = True
+    if "code" in traj.additional_args:  # a script to fix: the answer must be the fixed code
+        answered = fixed_code_returned(str(answer) if answer is not None else "",
+                                       traj.additional_args["code"])
     if traj.answer:
         answered = any(traj.answer.lower() in p.lower() for p in drawn) or (
             traj.answer.lower() in str(answer).lower())
