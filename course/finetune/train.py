@@ -23,7 +23,6 @@ Not handled: batches of several trajectories, GPUs, resuming a run, full fine-tu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import time
@@ -36,15 +35,14 @@ __all__ = [
     "Tokenized",
     "TrainResult",
     "TrainSettings",
+    "fresh_base",
     "loss_curve",
     "sha256_file",
     "tokenize",
     "train",
 ]
 
-ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "data" / "adapters"
-BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
-ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+from course.finetune.manifest import ADAPTER_FILES, ADAPTERS_DIR, BASE_MODEL_ID, sha256_file
 
 
 @dataclass
@@ -109,15 +107,6 @@ def tokenize(rendered: list[Any], tokenizer: Any) -> list[Tokenized]:
     return out
 
 
-def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclass
 class TrainResult:
     """What a run produced: losses per step, time, where the adapter is, and its manifest."""
@@ -144,6 +133,24 @@ def loss_curve(losses: list[float], window: int = 8) -> list[tuple[int, int, flo
     return [(i + 1, min(i + window, len(losses)),
              round(sum(losses[i:i + window]) / len(losses[i:i + window]), 4))
             for i in range(0, len(losses), window)]
+
+
+def fresh_base() -> Any:
+    """A new model object holding the bundled weights (mapped from the same converted file)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from course.models import LocalModel, _tokenizer_at, transformers_source
+    from course.settings import ModelChoice
+
+    choice = ModelChoice("bundled", "bundled")
+    source = transformers_source(choice)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    model.eval()
+    tokenizer = _tokenizer_at(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return LocalModel(model, tokenizer, choice, source)
 
 
 def _loss(model: Any, sample: Tokenized, cache: Any) -> Any:
@@ -183,8 +190,6 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
     if settings.threads:
         torch.set_num_threads(settings.threads)
     if local is None:
-        from course.finetune.adapter import fresh_base
-
         local = fresh_base()  # a model object of its own: the kernel's bundled model stays plain
     base = local
     torch.manual_seed(settings.seed)

@@ -1,0 +1,85 @@
+"""The tools adapter's folder and its manifest check: what the loader and the doctor need.
+
+Imports nothing of the course (the loader, :mod:`course.models`, and the doctor import it), so
+checking an adapter never loads a model, the agents or the trainer.
+:func:`check_adapter`: the manifest is readable, names the base model, and every adapter file is
+present with the sha256 the manifest records.
+
+Not handled: several adapters at once, adapters for other base models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "AdapterError",
+           "adapter_dir", "check_adapter", "read_manifest", "sha256_file"]
+
+ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "data" / "adapters"
+BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+DEFAULT_ADAPTER = "smollm2-tools"
+
+
+class AdapterError(RuntimeError):
+    """The adapter or its manifest is missing or does not match; the message says the fix."""
+
+
+_FIX = "Fix: run `python -m course.finetune` to train it again (a few minutes on a CPU)."
+
+
+def adapter_dir(name: str = DEFAULT_ADAPTER) -> Path:
+    """The folder of the adapter called ``name`` under ``course/data/adapters/``."""
+    return ADAPTERS_DIR / name
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of the adapter in ``folder``; AdapterError naming the file when it is bad."""
+    path = Path(folder) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise AdapterError(f"adapter manifest {path}: cannot read it ({err}). {_FIX}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise AdapterError(f"adapter manifest {path}: field 'files' must map file names to "
+                           f"sha256 hashes. {_FIX}")
+    return manifest
+
+
+def check_adapter(folder: Path | None = None) -> dict[str, Any]:
+    """Check the adapter in ``folder`` against its manifest; return the manifest.
+
+    Raises AdapterError naming the file when the manifest is unreadable, names another base
+    model, lacks an adapter file, or a file's sha256 differs from the one recorded.
+    """
+    folder = Path(folder) if folder is not None else adapter_dir()
+    manifest = read_manifest(folder)
+    if manifest.get("base_model") != BASE_MODEL_ID:
+        raise AdapterError(f"adapter manifest {folder / 'manifest.json'}: base_model is "
+                           f"{manifest.get('base_model')!r}, not {BASE_MODEL_ID!r}. {_FIX}")
+    for name in ADAPTER_FILES:
+        recorded = manifest["files"].get(name)
+        path = folder / name
+        if not recorded:
+            raise AdapterError(f"adapter manifest {folder / 'manifest.json'} records no sha256 "
+                               f"for {name}. {_FIX}")
+        if not path.is_file():
+            raise AdapterError(f"adapter file {path} is missing. {_FIX}")
+        if sha256_file(path) != recorded:
+            raise AdapterError(f"adapter file {path} does not match the sha256 its manifest "
+                               f"records (changed or damaged). {_FIX}")
+    return manifest
