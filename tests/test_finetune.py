@@ -126,7 +126,7 @@ def test_bad_settings_name_the_setting():
 
 # ----- the committed adapter -----
 def test_committed_adapter_matches_its_manifest_and_generator(tmp_path):
-    from course.finetune.manifest import AdapterError, adapter_dir, check_adapter
+    from course.adapter_manifest import AdapterError, adapter_dir, check_adapter
 
     folder = adapter_dir()
     manifest = check_adapter(folder)
@@ -178,8 +178,8 @@ def test_bundled_tools_setting_loads_base_plus_adapter(tokenizer):
 
 
 def test_doctor_checks_the_adapter(monkeypatch, tmp_path):
+    from course import adapter_manifest as adapter
     from course import doctor
-    from course.finetune import manifest as adapter
 
     monkeypatch.delenv("COURSE_MODEL", raising=False)
     check = doctor._adapter()
@@ -215,7 +215,7 @@ def test_fixed_code_is_what_a_debug_answer_must_be():
 
 
 def test_committed_evaluation_shows_the_adapter_beats_the_base_on_parse_rate():
-    from course.finetune.manifest import adapter_dir, check_adapter
+    from course.adapter_manifest import adapter_dir, check_adapter
 
     record = json.loads((adapter_dir() / "evaluation.json").read_text())
     assert record["label"] == "measured"

@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["course.tools", "course.agents", "course.loop", "course.guards", "course.memory",
-            "course.trimming"]  # in chapter order, 01 to 06
+            "course.trimming", "course.finetune"]  # in chapter order, 01 to 07
 
 
 def _module_name(path: Path) -> str:

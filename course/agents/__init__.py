@@ -15,14 +15,16 @@ for, so importing one module does not load the others (smolagents, the live mode
 
 from course.exports import lazy_exports
 
-#: What notebooks 02-03, chapters 03 and 05 and the trace stepper use, by the defining module.
+#: What notebooks 02-03, chapters 03, 05 and 07 (course.finetune) and the trace stepper use, by
+#: the defining module.
 _EXPORTS = {
     "traces": ("RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "load_run",
                "prompt_tokens_figure", "run_from_smolagents", "save_run"),
-    "offline_tools": ("BM25WebSearchTool", "OfflineWebSearchTool", "make_tools"),
+    "offline_tools": ("BM25WebSearchTool", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage",
+                      "make_tools"),
     "replay": ("ReplayModel", "local_tokenizer", "replay_run"),
     "evaluation": ("RunComparison", "check_trajectory", "script_runs"),
-    "live": ("choice_label", "live_plan", "run_live"),
+    "live": ("NOTE_TASKS", "choice_label", "live_plan", "prefix_reusing", "run_live", "stop_after_steps"),
     "dummy_agent": ("NOTE_REPLIES", "Action", "ActionParseError", "DummyRun", "DummyStep",
                     "FinalAnswer", "active_generate", "dummy_tools", "scripted_generate"),
     "interfaces": ("SCRIPTED_OUTPUTS", "live_pair", "scripted_pair"),

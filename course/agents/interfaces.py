@@ -32,7 +32,7 @@ from typing import Any
 from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.utils import AgentError
 
-from course.agents.live import LivePlan, _reusing_prefix, _stop_after, choice_label, live_plan
+from course.agents.live import LivePlan, _reusing_prefix, choice_label, live_plan, stop_after_steps
 from course.agents.replay import ReplayModel, _tokenizer_name, local_tokenizer
 from course.agents.traces import Run, run_from_smolagents
 from course.tools.adapters import smolagents_door
@@ -104,7 +104,7 @@ class InterfaceComparison:
 
 def _run(agent_name: str, model: Any, max_steps: int, stop_after: int | None,
          source: str) -> InterfaceRun:
-    callbacks = [_stop_after(stop_after)] if stop_after else []
+    callbacks = [stop_after_steps(stop_after)] if stop_after else []
     executions: list[dict[str, Any]] = []
 
     @functools.wraps(get_weather)

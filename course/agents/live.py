@@ -148,7 +148,7 @@ def choice_label() -> str:
     return active_model().label
 
 
-def _stop_after(limit: int):
+def stop_after_steps(limit: int):
     """A step callback that interrupts the agent once ``limit`` action steps have run."""
 
     def callback(memory_step: Any, agent: Any = None) -> None:
@@ -213,8 +213,15 @@ def _reusing_prefix(model: Any, plan: LivePlan) -> Any:
     local = load_local_model()
     if getattr(model, "model", None) is not local.model:
         return model
+    return prefix_reusing(model, _kept_prefix(local), plan.first_block)
+
+
+def prefix_reusing(model: Any, prefix: Any, first_block: bool) -> Any:
+    """``model`` (smolagents' TransformersModel over a kernel model) made to reuse ``prefix``
+    (a :class:`course.tools.constrained.PrefixCache`), and with ``first_block`` to end each call
+    at its first complete code block."""
     model.__class__ = type(f"PrefixReuse{type(model).__name__}", (_PrefixReuse, type(model)), {})
-    model.prefix, model.first_block = _kept_prefix(local), plan.first_block
+    model.prefix, model.first_block = prefix, first_block
     return model
 
 
@@ -233,7 +240,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
     cached_before = getattr(model, "cached_tokens", 0)
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
                       max_steps=plan.max_steps + 1,
-                      step_callbacks=[_stop_after(plan.max_steps)], verbosity_level=-1)
+                      step_callbacks=[stop_after_steps(plan.max_steps)], verbosity_level=-1)
     start = time.perf_counter()
     answer, stopped = None, "final_answer"
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from course.finetune.manifest import (
+from course.adapter_manifest import (
     DEFAULT_ADAPTER,
     AdapterError,
     adapter_dir,

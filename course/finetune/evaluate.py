@@ -57,14 +57,12 @@ class TaskResult:
 def _kernel_agent_model(local: Any, max_new_tokens: int) -> Any:
     """smolagents' TransformersModel over ``local`` that reuses the system prompt's cache and
     ends each call at its first complete code block (chapter 02's bounded live runs)."""
-    from course.agents.live import _PrefixReuse
+    from course.agents.live import prefix_reusing
     from course.models import _shared_transformers_model_class
     from course.tools.constrained import PrefixCache
 
     model = _shared_transformers_model_class()(local, max_new_tokens=max_new_tokens)
-    model.__class__ = type(f"PrefixReuse{type(model).__name__}", (_PrefixReuse, type(model)), {})
-    model.prefix, model.first_block = PrefixCache(local), True
-    return model
+    return prefix_reusing(model, PrefixCache(local), first_block=True)
 
 
 def fixed_code_returned(answer: str, script: str) -> bool:
@@ -93,13 +91,13 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResul
     from smolagents.utils import AgentError
 
     from course.agents.evaluation import check_trajectory, script_runs
-    from course.agents.live import _stop_after
+    from course.agents.live import stop_after_steps
     from course.agents.traces import run_from_smolagents
     from course.tools.adapters import smolagents_door
 
     tools = traj.make_tools()
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,
-                      step_callbacks=[_stop_after(max_steps)], verbosity_level=-1)
+                      step_callbacks=[stop_after_steps(max_steps)], verbosity_level=-1)
     start = time.perf_counter()
     answer: Any = None
     try:

@@ -42,7 +42,7 @@ __all__ = [
     "train",
 ]
 
-from course.finetune.manifest import ADAPTER_FILES, ADAPTERS_DIR, BASE_MODEL_ID, sha256_file
+from course.adapter_manifest import ADAPTER_FILES, ADAPTERS_DIR, BASE_MODEL_ID, sha256_file
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 __all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "AdapterError",
            "adapter_dir", "check_adapter", "read_manifest", "sha256_file"]
 
-ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "data" / "adapters"
+ADAPTERS_DIR = Path(__file__).resolve().parent / "data" / "adapters"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 
