@@ -295,7 +295,7 @@ def _adapter() -> Check:
         wanted = active_model().with_adapter
     except CourseSettingError:
         wanted = False
-    from course.finetune.manifest import AdapterError, adapter_dir, check_adapter
+    from course.adapter_manifest import AdapterError, adapter_dir, check_adapter
 
     try:
         manifest = check_adapter()

@@ -351,7 +351,7 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
     if choice.with_adapter:  # bundled+tools: the base wrapped by PEFT with the checked adapter
         from peft import PeftModel
 
-        from course.finetune.manifest import AdapterError, adapter_dir, check_adapter
+        from course.adapter_manifest import AdapterError, adapter_dir, check_adapter
 
         try:
             check_adapter(adapter_dir())
