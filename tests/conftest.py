@@ -60,6 +60,21 @@ def folders(tmp_path):
 
 
 @pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright (no ``playwright install``), one per test module:
+    the browser, website and class-hub tests click through it."""
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
 def run(request):
     """The test module's ``NOTEBOOK``, executed once top to bottom in a fresh offline kernel."""
     from nbharness import execute_notebook

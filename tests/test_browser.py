@@ -165,16 +165,6 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
     if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
         folder = ROOT / "docs" / "screenshots"

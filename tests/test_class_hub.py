@@ -44,7 +44,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fixtures.make_fixtures import fill
-from test_browser import CHROMIUM, CHROMIUM_ARGS
+from test_browser import CHROMIUM
 from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _solutions
 
 from course.grading import leaked_solution_lines
@@ -121,16 +121,6 @@ def _user_setting(cls: class_hub.ClassHub, user: str) -> None:
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     subprocess.run(["chown", "-R", f"{user}:{user}", str(cls.home(user) / ".jupyter")],
                    check=True, timeout=30)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

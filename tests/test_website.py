@@ -24,7 +24,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_browser import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "executed"
@@ -71,18 +70,6 @@ def site(tmp_path_factory):
     finally:
         server.terminate()
         server.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    if not CHROMIUM.exists():
-        pytest.fail("the website test needs Debian's chromium: apt-get install -y chromium")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _squash(text: str) -> str:
