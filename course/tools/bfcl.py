@@ -23,6 +23,9 @@ with the benchmark's own judge:
   and the checker's verdict (right function, right arguments).
 - ``python -m course.tools.bfcl`` is the full run (both categories, every question, both modes);
   it prints the table and writes it to :data:`BFCL_LAST_RUN`, which the chapter shows.
+  ``--model bundled+tools`` makes the same run with the base and the course's tools LoRA adapter
+  (a ``COURSE_MODEL`` value; default: the probe model), saved as :data:`BFCL_TOOLS_RUN`;
+  ``--merge`` joins tables of one model run side by side (one category each) into one.
 
 Not handled: the other BFCL categories (parallel, live, multi-turn, irrelevance), BFCL's own
 prompt formats and model handlers (the course's one prompt is used for every model), and
@@ -49,15 +52,17 @@ from course.assets import BFCL_PACKAGE, AssetError, fetch_data_package
 from course.tools.constrained import PrefixCache, sample_replies
 from course.tools.protocol import parse_model_output, render_tool_prompt
 
-__all__ = ["BFCL_LAST_RUN", "CATEGORIES", "CHECKER", "BfclCase", "BfclRow", "BfclRun",
+__all__ = ["BFCL_LAST_RUN", "BFCL_TOOLS_RUN", "CATEGORIES", "CHECKER", "BfclCase", "BfclRow", "BfclRun",
            "bfcl_output", "bfcl_wheel", "evaluate_bfcl", "flat_case", "judge", "load_ast_checker",
-           "load_cases", "reply_to", "tool_schema"]
+           "load_cases", "model_label", "reply_to", "tool_schema"]
 
 #: The categories measured, with their question file's name in the wheel.
 CATEGORIES = {"simple": "simple_python", "multiple": "multiple"}
 CHECKER = "bfcl_eval/eval_checker/ast_eval/ast_checker.py"
 FLAT_TYPES = {"string", "integer", "float", "number", "boolean"}
 BFCL_LAST_RUN = Path(__file__).resolve().parents[1] / "data" / "bfcl_bundled.json"
+#: The same run with the bundled base + the course's tools adapter (``--model bundled+tools``).
+BFCL_TOOLS_RUN = BFCL_LAST_RUN.with_name("bfcl_bundled_tools.json")
 MODES = ("free", "constrained")
 MODEL_NAME = "course-local"  # what the checker is told; the stub answers for any name
 
@@ -211,6 +216,7 @@ class BfclRun:
     rows: list[BfclRow] = field(default_factory=list)
     examples: dict[str, str] = field(default_factory=dict)  # one reply per category/mode/error
     seconds: float = 0.0  # the whole run's wall time, prompts included
+    questions: dict[str, list[str]] = field(default_factory=dict)  # category -> ids asked (flat)
 
     def __str__(self) -> str:
         head = (f"BFCL v4 ({self.provenance}; model {self.model}; judge: bfcl-eval "
@@ -222,6 +228,23 @@ class BfclRun:
     def to_json(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
         return path
+
+    @classmethod
+    def merge(cls, runs: Sequence[BfclRun]) -> BfclRun:
+        """One table from runs of one model made side by side (e.g. one category each)."""
+        if not runs:
+            raise ValueError("nothing to merge: give at least one BFCL table")
+        models = {run.model for run in runs}
+        if len(models) != 1:
+            raise ValueError(f"these BFCL tables come from different models: {sorted(models)}; "
+                             "merge the tables of one model only")
+        merged = cls(runs[0].provenance, runs[0].model, "; ".join(run.when for run in runs))
+        for run in runs:
+            merged.rows += run.rows
+            merged.examples.update(run.examples)
+            merged.questions.update(run.questions)
+            merged.seconds = max(merged.seconds, run.seconds)
+        return merged
 
     @classmethod
     def from_json(cls, path: Path, provenance: str | None = None) -> BfclRun:
@@ -246,6 +269,15 @@ def reply_to(local: Any, case: BfclCase, mode: str, max_new_tokens: int = 64,
                           constrained_schemas=constrained, prefix_cache=prefix_cache)[0]
 
 
+def model_label(local: Any) -> str:
+    """The model as the table names it: its short name, and the LoRA adapter when one is on."""
+    if getattr(local.choice, "with_adapter", False):
+        from course.adapter_manifest import adapter_dir
+
+        return f"{local.short_name} + LoRA {adapter_dir().name} (course/data/adapters)"
+    return local.short_name
+
+
 def _prompt(local: Any, case: BfclCase) -> str:
     return render_tool_prompt(local, case.messages, [tool_schema(f) for f in case.functions])
 
@@ -264,10 +296,11 @@ def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
     (:func:`flat_case`), in a row of its own. Both modes read one prompt, run once per question
     (:class:`~course.tools.constrained.PrefixCache`); a row's time is its own generation time."""
     started = time.perf_counter()
-    run = BfclRun(provenance, local.short_name, when or time.strftime("%Y-%m-%d"))
+    run = BfclRun(provenance, model_label(local), when or time.strftime("%Y-%m-%d"))
     for category in categories:
         cases = load_cases(category)
         flat = [c for c in cases if flat_case(c)][:limit]
+        run.questions[category] = [c.id for c in flat]
         rows = {mode: BfclRow(category, mode, "flat", len(flat), 0, 0, 0.0) for mode in modes}
         jobs = [(case, mode, rows[mode]) for case in flat for mode in modes]
         if free_on_all and "free" in modes:
@@ -308,7 +341,8 @@ def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
 
 def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
     """``python -m course.tools.bfcl [--limit N] [--categories simple,multiple] [--out PATH]
-    [--prepare]``: every question of both categories unless limited (hours on a loaded CPU)."""
+    [--model SETTING] [--threads N] [--prepare] [--merge TABLE ...]``: every question of both
+    categories unless limited (hours on a loaded CPU)."""
     import argparse
 
     parser = argparse.ArgumentParser(description="BFCL v4 simple/multiple on the local model, "
@@ -316,24 +350,50 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
     parser.add_argument("--categories", default=",".join(CATEGORIES))
     parser.add_argument("--limit", type=int, default=None, help="first N flat questions only")
     parser.add_argument("--prepare", action="store_true", help="only fetch the wheel")
-    parser.add_argument("--out", type=Path, default=BFCL_LAST_RUN, help="where the table is saved")
+    parser.add_argument("--out", type=Path, default=None, help="where the table is saved "
+                        f"(default {BFCL_LAST_RUN.name}, or {BFCL_TOOLS_RUN.name} with the adapter)")
+    parser.add_argument("--model", default=None, help="a COURSE_MODEL value run in this process, "
+                        "e.g. bundled+tools (default: the probe model)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="TABLE",
+                        help="join these saved tables of one model into --out; runs nothing")
     args = parser.parse_args(argv)
+    if args.merge:
+        missing = [str(p) for p in args.merge if not p.is_file()]
+        if missing:
+            parser.error(f"--merge: no such table {', '.join(missing)}")
+        merged = BfclRun.merge([BfclRun.from_json(p) for p in args.merge])
+        print(merged)
+        print("written to", merged.to_json(args.out or BFCL_LAST_RUN))
+        return
     print("wheel:", bfcl_wheel(), flush=True)
     if args.prepare:
         return
-    from course.models import probe_model
+    from course.models import load_local_model, probe_model
+    from course.settings import parse_model_setting
 
+    choice = parse_model_setting(args.model) if args.model else None
+    if choice is not None and not choice.in_kernel:
+        parser.error(f"--model {args.model}: BFCL runs a model in this process (constrained "
+                     "decoding reads its logits); give bundled, bundled+tools, a hub id or a folder")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    local = probe_model()
+    local = load_local_model(choice) if choice else probe_model()
+    out = args.out or (BFCL_TOOLS_RUN if local.choice.with_adapter else BFCL_LAST_RUN)
     command = "python -m course.tools.bfcl" + (
+        f" --model {args.model}" if args.model else "") + (
         f" --categories {args.categories}" if args.categories != ",".join(CATEGORIES) else "") + (
-        f" --limit {args.limit}" if args.limit else "")
+        f" --limit {args.limit}" if args.limit else "") + (
+        f" --threads {args.threads}" if args.threads else "")
     run = evaluate_bfcl(local, args.categories.split(","), limit=args.limit, free_on_all=True,
                         log=lambda line: print(line, flush=True))
     run.when = (f"{time.strftime('%Y-%m-%d')}, {command}, greedy, "
                 f"{time.perf_counter() - start:.0f} s on a shared 2-core CPU machine")
     print(run)
-    print("written to", run.to_json(args.out))
+    print("written to", run.to_json(out))
 
 
 if __name__ == "__main__":
