@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -455,9 +456,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"seconds per cell (default {DEFAULT_TIMEOUT_S})")
     parser.add_argument("--notebooks", nargs="*", metavar="NAME",
                         help="only these notebooks (names or prefixes, e.g. 00 03)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N",
+                        help="notebooks run at once, each kernel with one torch thread when N > 1 "
+                             "(default 2: CI's two cores; 1 runs them one by one with torch's "
+                             "default threads, as Colab's one notebook per runtime does)")
     parser.add_argument("--no-colab-stub", action="store_true",
                         help="do not put the empty google.colab stand-in on the kernel's path")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give at least 1 (notebooks run at once).")
 
     source = args.source.resolve()
     venv = args.venv if args.venv.is_absolute() else Path.cwd() / args.venv
@@ -557,8 +564,11 @@ def main(argv: list[str] | None = None) -> int:
             say("the set-up failed: the notebooks are not run")
             failed = len(notebooks)
         else:
-            for notebook in notebooks:
-                result = kernel.execute(notebook.stem, notebook=notebook)
+            if args.jobs > 1:  # two kernels on two cores: one torch thread each, or they fight
+                kernel.env = {**kernel.env, "COURSE_TORCH_THREADS": "1"}
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                results = list(pool.map(lambda nb: kernel.execute(nb.stem, notebook=nb), notebooks))
+            for notebook, result in zip(notebooks, results, strict=True):
                 status = "passed" if result["ok"] else "FAILED"
                 say(f"{notebook.name:<28} {result['seconds']:7.1f} s  {status}")
                 if result["ok"]:
