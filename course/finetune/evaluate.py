@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "fixed_code_returned", "run_task"]
+__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "fixed_code_returned",
+           "kernel_agent_model", "run_task"]
 
 MAX_NEW_TOKENS = 160
 """Cap on one step's new tokens (the longest trained output, a fixed script, is about 110)."""
@@ -54,9 +55,10 @@ class TaskResult:
     tools_called: list[str] = field(default_factory=list)
 
 
-def _kernel_agent_model(local: Any, max_new_tokens: int) -> Any:
+def kernel_agent_model(local: Any, max_new_tokens: int = MAX_NEW_TOKENS) -> Any:
     """smolagents' TransformersModel over ``local`` that reuses the system prompt's cache and
-    ends each call at its first complete code block (chapter 02's bounded live runs)."""
+    ends each call at its first complete code block (chapter 02's bounded live runs). The cache
+    is ``.prefix`` (a :class:`~course.tools.constrained.PrefixCache`, kept on the first call)."""
     from course.agents.live import prefix_reusing
     from course.models import _shared_transformers_model_class
     from course.tools.constrained import PrefixCache
@@ -143,7 +145,7 @@ def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: 
     from course.finetune.data import held_out_tasks
 
     tasks = held_out_tasks() if tasks is None else tasks
-    model = _kernel_agent_model(local, max_new_tokens)
+    model = kernel_agent_model(local, max_new_tokens)
     return [run_task(t, model, label, max_steps)
             for t in tqdm(tasks, desc=f"held-out tasks, {label}", disable=not progress)]
 

@@ -37,6 +37,7 @@ __all__ = [
     "TrainSettings",
     "fresh_base",
     "loss_curve",
+    "masked_loss",
     "sha256_file",
     "tokenize",
     "train",
@@ -153,7 +154,9 @@ def fresh_base() -> Any:
     return LocalModel(model, tokenizer, choice, source)
 
 
-def _loss(model: Any, sample: Tokenized, cache: Any) -> Any:
+def masked_loss(model: Any, sample: Tokenized, cache: Any) -> Any:
+    """Mean cross-entropy of ``sample``'s trained tokens (the model's own words), on top of
+    ``cache`` (the prefix's key/value cache); a tensor with its gradient."""
     import torch
 
     ids = torch.tensor([sample.ids])
@@ -234,7 +237,7 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
             sample = samples[order.pop()]
             key = tuple(sample.prefix_ids)
             cache = caches[key].start([*key, 0])  # a copy holding the prefix, kept tensors shared
-            loss = _loss(model, sample, cache)
+            loss = masked_loss(model, sample, cache)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
