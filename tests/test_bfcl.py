@@ -116,3 +116,42 @@ def test_the_committed_run_is_a_complete_table():
         if key.endswith("constrained/course:not_a_call"):
             assert "<tool_call>" in example and "</tool_call>" not in example
     assert str(run).splitlines()[0].startswith("BFCL v4 (measured; model SmolLM2-135M-Instruct")
+
+
+def test_the_tuned_models_table_asks_the_base_tables_questions():
+    """base + the tools adapter (``--model bundled+tools``): the same sample as the base table
+    (the first N flat questions of each category), named, and every figure within its N."""
+    base, tuned = (bfcl.BfclRun.from_json(p) for p in (bfcl.BFCL_LAST_RUN, bfcl.BFCL_TOOLS_RUN))
+    assert tuned.model == "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
+    assert tuned.provenance == "measured" and tuned.when.count("--model bundled+tools") == 2
+    assert "greedy" in tuned.when and "--threads 1" in tuned.when
+    key = lambda r: (r.category, r.mode, r.subset)  # noqa: E731
+    assert [key(r) for r in tuned.rows] == [key(r) for r in base.rows]
+    for b, t in zip(base.rows, tuned.rows, strict=True):
+        assert t.n == b.n, key(t)
+        assert 0 <= t.accepted <= t.well_formed <= t.n, key(t)
+        assert sum(t.errors.values()) == t.n - t.accepted, key(t)
+    for category, ids in tuned.questions.items():  # the base table predates `questions`
+        n = next(r.n for r in base.rows if r.category == category and r.subset == "flat")
+        flat = [c.id for c in bfcl.load_cases(category) if bfcl.flat_case(c)][:n]
+        assert ids == flat, category
+    assert set(tuned.questions) == {"simple", "multiple"}
+    assert str(tuned).splitlines()[0].startswith(
+        "BFCL v4 (measured; model SmolLM2-135M-Instruct + LoRA smollm2-tools")
+
+
+def test_merging_tables_keeps_one_model(tmp_path):
+    tuned = bfcl.BfclRun.from_json(bfcl.BFCL_TOOLS_RUN)
+    base = bfcl.BfclRun.from_json(bfcl.BFCL_LAST_RUN)
+    with pytest.raises(ValueError, match="different models"):
+        bfcl.BfclRun.merge([base, tuned])
+    with pytest.raises(ValueError, match="nothing to merge"):
+        bfcl.BfclRun.merge([])
+    halves = [bfcl.BfclRun(tuned.provenance, tuned.model, f"half {c}",
+                           [r for r in tuned.rows if r.category == c],
+                           questions={c: tuned.questions[c]}) for c in ("simple", "multiple")]
+    merged = bfcl.BfclRun.merge(halves, note="side by side")
+    assert merged.when == "side by side: half simple; half multiple"
+    assert merged.rows == tuned.rows and merged.questions == tuned.questions
+    path = merged.to_json(tmp_path / "t.json")
+    assert bfcl.BfclRun.from_json(path).rows == tuned.rows

@@ -230,15 +230,17 @@ class BfclRun:
         return path
 
     @classmethod
-    def merge(cls, runs: Sequence[BfclRun]) -> BfclRun:
-        """One table from runs of one model made side by side (e.g. one category each)."""
+    def merge(cls, runs: Sequence[BfclRun], note: str = "") -> BfclRun:
+        """One table from runs of one model made side by side (e.g. one category each);
+        ``note`` (how they ran, e.g. "two processes side by side") heads the joined ``when``."""
         if not runs:
             raise ValueError("nothing to merge: give at least one BFCL table")
         models = {run.model for run in runs}
         if len(models) != 1:
             raise ValueError(f"these BFCL tables come from different models: {sorted(models)}; "
                              "merge the tables of one model only")
-        merged = cls(runs[0].provenance, runs[0].model, "; ".join(run.when for run in runs))
+        when = "; ".join(run.when for run in runs)
+        merged = cls(runs[0].provenance, runs[0].model, f"{note}: {when}" if note else when)
         for run in runs:
             merged.rows += run.rows
             merged.examples.update(run.examples)
@@ -272,9 +274,9 @@ def reply_to(local: Any, case: BfclCase, mode: str, max_new_tokens: int = 64,
 def model_label(local: Any) -> str:
     """The model as the table names it: its short name, and the LoRA adapter when one is on."""
     if getattr(local.choice, "with_adapter", False):
-        from course.adapter_manifest import adapter_dir
+        from course.finetune.adapter import adapter_label
 
-        return f"{local.short_name} + LoRA {adapter_dir().name} (course/data/adapters)"
+        return adapter_label()
     return local.short_name
 
 
@@ -357,12 +359,14 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="TABLE",
                         help="join these saved tables of one model into --out; runs nothing")
+    parser.add_argument("--note", default="", help="with --merge: how the runs ran, e.g. "
+                        "'two processes side by side'")
     args = parser.parse_args(argv)
     if args.merge:
         missing = [str(p) for p in args.merge if not p.is_file()]
         if missing:
             parser.error(f"--merge: no such table {', '.join(missing)}")
-        merged = BfclRun.merge([BfclRun.from_json(p) for p in args.merge])
+        merged = BfclRun.merge([BfclRun.from_json(p) for p in args.merge], args.note)
         print(merged)
         print("written to", merged.to_json(args.out or BFCL_LAST_RUN))
         return
