@@ -1,0 +1,167 @@
+"""Chapter 07, teaching the bundled model the course's tools: the outputs that carry the lesson,
+read by value from what the student sees under each cell of one offline run, against the
+committed adapter folder (evaluation.json, manifest.json, train_log.jsonl) and the generator."""
+
+import json
+import math
+import re
+
+import pytest
+
+from course.adapter_manifest import adapter_dir
+from course.finetune.data import HELD_OUT_FAMILIES, held_out_tasks, training_tasks
+
+NOTEBOOK = "07_teach_a_small_model.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
+LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    return json.loads((adapter_dir() / "evaluation.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return json.loads((adapter_dir() / "manifest.json").read_text())
+
+
+def test_the_problem_cites_the_committed_base_figures(run, evaluation):
+    base = evaluation["summary"][0]
+    text = run.text("problem")
+    assert text.startswith(f"[measured] {base['model']}, {base['tasks']} held-out tasks")
+    assert (f"parse into code: {base['parsed_steps']} of {base['steps']}; final answers: "
+            f"{base['final_answer']} of {base['tasks']}; successes: {base['success']} of "
+            f"{base['tasks']}") in text
+
+
+def test_the_base_live_step_writes_no_parseable_code(run):
+    text = run.text("base-live")
+    assert "[measured] SmolLM2-135M-Instruct (bundled), live, step 1 of 'What is the current " \
+           "weather in Paris?'" in text
+    assert "parsed into code: False; tools called: none" in text
+
+
+def test_no_held_out_family_is_trained_on(run):
+    text = run.text("families")
+    counts = json.loads(re.search(r"training families: (\{.*\})", text).group(1).replace("'", '"'))
+    assert sum(counts.values()) == len(training_tasks(0)) == 96
+    assert not set(counts) & set(HELD_OUT_FAMILIES)
+    held = json.loads(re.search(r"held-out families: (\{.*\})", text).group(1).replace("'", '"'))
+    assert set(held) == set(HELD_OUT_FAMILIES) and sum(held.values()) == len(held_out_tasks())
+    assert "no held-out family and no held-out task among the 96 training trajectories (asserted)" in text
+
+
+def test_the_trajectory_is_scripted_and_rendered_through_the_agent(run):
+    shown = run.text("one-trajectory")
+    assert shown.startswith("[scripted] family fact_lookup")
+    assert shown.count("Thought:") == 2 and "web_search(" in shown and "final_answer(" in shown
+    rendered = run.text("render")
+    assert rendered.startswith("[scripted outputs, observations computed here")
+    assert "## Search Results" in rendered  # the offline search really ran
+
+
+def test_the_loss_mask_trains_the_model_words_only(run):
+    text = run.text("loss-mask")
+    prefix, rest, trained = (int(x.replace(",", "")) for x in re.search(
+        r"([\d,]+) prefix tokens \(cached, no loss\), then (\d+) tokens, (\d+) of them trained",
+        text).groups())
+    assert 2000 < prefix and 0 < trained < rest
+    pieces = re.findall(r"^trained \((\d+) tokens\): ['\"](.*)$", text, re.M)
+    assert len(pieces) == 2 and sum(int(n) for n, _ in pieces) == trained
+    assert all(words.startswith("Thought:") for _, words in pieces)
+
+
+def test_lora_parameters_by_hand_equal_peft_and_the_adapter_file(run, manifest):
+    text = run.text("lora-count")
+    by_hand, peft = (int(x.replace(",", "")) for x in re.search(
+        r"by hand ([\d,]+) trainable parameters; PEFT counts ([\d,]+)", text).groups())
+    assert by_hand == peft == 2_442_240  # 30 blocks x 8 x (2x1152 + 2x768 + 3x2112)
+    size = manifest["bytes"]["adapter_model.safetensors"]
+    assert peft * 4 <= size < peft * 4 + 100_000  # fp32 tensors plus the safetensors header
+
+
+def test_the_live_run_lowers_the_loss_on_the_same_trajectory(run):
+    text = run.text("live-train")
+    assert "[measured] SmolLM2-135M-Instruct + a fresh LoRA, 3 steps on one fact_lookup" in text
+    losses = json.loads(re.search(r"loss per step, each before its update: (\[.*\])", text).group(1))
+    assert len(losses) == 3 and all(math.isfinite(x) and x > 0 for x in losses)
+    assert losses[-1] < losses[0]  # two updates later, the same trajectory's loss is lower
+    reused, times, prefix = re.search(r"read from the kept cache: ([\d,]+) \((\d+) x ([\d,]+), "
+                                      r"none recomputed\)", text).groups()
+    assert int(times) == 3 and int(reused.replace(",", "")) == 3 * int(prefix.replace(",", ""))
+
+
+def test_the_masked_loss_is_the_package_one(run):
+    source = run.text("masked-loss-source")
+    assert source.startswith("def masked_loss(") and "cross_entropy" in source
+    assert "masked_loss(peft_model, sample, cache)" in run.cells("live-train")[0].source
+
+
+def test_the_full_run_curve_is_the_committed_log(run, manifest):
+    assert run.has_image("loss-curve")
+    text = run.text("loss-curve")
+    assert (f"[measured] full run ({manifest['steps']} steps, {manifest['wall_seconds']:,.0f} s, "
+            f"{manifest['torch_threads']} torch thread") in text
+    assert f"first 8 steps {manifest['mean_loss_first_8']:.3f}, of the last 8 " \
+           f"{manifest['mean_loss_last_8']:.3f}" in text
+
+
+def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
+    text = run.text("manifest")
+    assert text.startswith(f"[measured] adapter {manifest['name']} passes its manifest check")
+    for name, digest in manifest["files"].items():
+        assert f"{name} {digest[:12]}..." in text
+    assert f"data sha256 {manifest['data_sha256'][:12]}..." in text
+    assert f"{manifest['steps']} steps in {manifest['wall_seconds']:,} s" in text
+
+
+def test_the_held_out_table_is_the_committed_evaluation(run, evaluation):
+    text = run.text("heldout-table")
+    assert text.startswith("[measured] held-out tasks (6)")
+    for s in evaluation["summary"]:
+        row = next(line for line in text.splitlines() if line.strip().startswith(s["model"]))
+        cells = [c.strip() for c in row.split("|")]
+        assert cells[1:] == [f"{s['parsed_steps']}/{s['steps']}", f"{s['right_tool']}/{s['tasks']}",
+                             f"{s['final_answer']}/{s['tasks']}", f"{s['success']}/{s['tasks']}",
+                             f"{s['input_tokens']:,} / {s['output_tokens']:,}"]
+    base, tuned = evaluation["summary"]
+    assert tuned["parse_rate"] > base["parse_rate"]
+
+
+def test_the_live_step_shows_the_format_learned_and_the_search_skipped(run):
+    text = run.text("tuned-live")
+    base, tuned = text.split("[measured] SmolLM2-135M-Instruct + LoRA (bundled+tools), live")
+    assert "parsed into code: False" in base
+    assert "output: 'Thought:" in tuned and "parsed into code: True" in tuned
+    assert "first tool is web_search: False" in tuned  # the judgement is not learned
+
+
+def test_the_lesson_is_computed_from_the_runs(run, evaluation):
+    text = run.text("lesson")
+    tuned = evaluation["runs"][evaluation["summary"][1]["model"]]
+    assert text.startswith(f"[measured] {evaluation['summary'][1]['model']}, per held-out task")
+    for r in tuned:
+        assert f"{r['family']:<18} parsed {r['parsed_steps']}/{r['steps']} steps" in text
+    assert "format learned, every step parses: True" in text
+    assert "never searched True, flagged by the trajectory checks True" in text
+    assert ("Bond: searched and drew True, checks' flags none, success False: the answer check "
+            "failed, neither an image prompt nor the answer named 'Aston Martin'") in text
+
+
+def test_the_instructor_edition_passes_the_quiz_and_the_exercises(run):
+    assert "[passed] Quiz" in run.text("quiz-check")
+    for n, title in [(1, "a trajectory of a new family"), (2, "the loss mask"),
+                     (3, "count LoRA's parameters")]:
+        assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
+
+
+def test_outputs_are_short_and_labelled(run):
+    for cell in run.nb.cells:
+        if cell.cell_type == "code":
+            assert len(run.text(cell.id)) <= 3000, (cell.id, len(run.text(cell.id)))
+    for cell_id in ("problem", "base-live", "one-trajectory", "render", "live-train",
+                    "loss-curve", "heldout-table", "tuned-live", "lesson"):
+        first = next(line for line in run.text(cell_id).splitlines()
+                     if line.strip() and not line.startswith(("LoRA steps", "Loading weights",
+                                                              "<Figure")))
+        assert any(f"[{label}" in first or f"{label}:" in first for label in LABELS), (cell_id, first)
