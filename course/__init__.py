@@ -13,7 +13,7 @@ notebook                lesson code                                    widget
 04_guarded_agents       course.guards                                  widgets.approval_panel
 05_memory               course.memory, course.checkpoints              -
 06_trimming             course.trimming                                widgets.trim_explorer
-(07, no notebook yet)   course.finetune (tools adapter: LoRA, PEFT)    -
+07_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
 ======================  =============================================  =========================
 
 Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each

@@ -16,7 +16,10 @@ from course.assets import converted_model_dir
 from live_models import ServedModel
 from nbharness import NOTEBOOKS, run_notebook
 
-NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+# 07 trains and runs the bundled model whatever COURSE_MODEL says (LoRA needs the weights in
+# the kernel), so a model setting changes nothing there; leaving it out keeps CI in budget.
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
+               if not p.name.startswith("07_"))
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 
