@@ -54,7 +54,9 @@ doctor: assets
 # (start-lab): from the folder it serves, the venv's commands on PATH (nbgrader runs
 # `alembic`), its own settings from lab/<edition>/ (news pop-up off, nbgrader's instructor panels
 # only for the instructor), its state in $(LAB_STATE)/<edition>/ (never the user's global
-# JupyterLab settings), LAB_TOKEN (empty: Jupyter makes one and prints the URL) and LAB_ARGS.
+# JupyterLab settings), LAB_TOKEN (empty: Jupyter makes one and prints the URL) and LAB_ARGS;
+# lab/ on JUPYTER_PATH gives its kernelspec lab/kernels/python3: kernels forked from one
+# pre-imported process (course/kernels.py; COURSE_FORK_KERNELS=0 for ordinary ones).
 LAB_ARGS ?=
 LAB_TOKEN ?=
 STUDENT_DIR ?= student
@@ -62,6 +64,7 @@ INSTRUCTOR_DIR ?= notebooks
 LAB_STATE ?= .lab-state
 # $(call start-lab,<edition>,<folder served>,<notebook opened>)
 start-lab = cd $(2) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
+	JUPYTER_PATH=$(CURDIR)/lab$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
 	$(CURDIR)/$(VENV)/bin/jupyter lab --allow-root --port=$(LAB_PORT) --ServerApp.root_dir=. \
 	--LabApp.app_settings_dir=$(CURDIR)/lab/$(1) \
 	--LabApp.user_settings_dir=$(abspath $(LAB_STATE))/$(1)/user-settings \

@@ -11,20 +11,28 @@ private dirty (copied on write); with the copying load the file is not mapped at
 ``release`` is what course/memory_release.py did in that kernel: how many cells it released
 after, and their total seconds (part of the run time).
 
-    .venv/bin/python benchmarks/kernel_memory.py              # the course as it is
-    .venv/bin/python benchmarks/kernel_memory.py --compare    # before and after, in one run
-    .venv/bin/python benchmarks/kernel_memory.py --compare --before mapped --rounds 2
+    .venv/bin/python benchmarks/kernel_memory.py              # the course as the lab runs it
+    .venv/bin/python benchmarks/kernel_memory.py --compare    # ordinary vs forked, in one run
+    .venv/bin/python benchmarks/kernel_memory.py --compare --before copy --rounds 2
 
-Configurations, each made by a cell put before the notebook's first one (nothing else differs):
+Configurations, each made by a cell put before the notebook's first one and by the kernelspec
+(nothing else differs):
 
 * ``copy`` (the state issue 27 was filed against): the weights read into each kernel
-  (``disable_mmap=True``) and no release after model cells;
-* ``mapped``: the weights mapped and shared, no release after model cells (the first step);
-* ``course``: as the course runs (weights mapped, freed memory given back after model cells).
+  (``disable_mmap=True``) and no release after model cells, ordinary kernels;
+* ``mapped``: the weights mapped and shared, no release after model cells, ordinary kernels;
+* ``course``: the course's code (weights mapped, freed memory given back after model cells) in
+  ordinary kernels (jupyter_client's own ``python3`` kernelspec, a process per kernel);
+* ``forked``: the same code in kernels forked from one pre-imported process, the lab's
+  kernelspec ``lab/kernels/python3`` (course/kernels.py). Its zygote runs from a runtime folder
+  of the benchmark's own (a zygote another process started is not used), and the sum of PSS
+  **includes the zygote's PSS** (it holds the pages the seven share); it is stopped at the end.
 
-``--compare`` runs ``--before`` (default ``copy``) then ``course`` and prints the ratios
-after/before; ``--rounds N`` alternates them N times (before, after, before, after, ...) and
-takes the ratio of run times from each chapter's median (the memory of every round is printed).
+``--compare`` runs ``--before`` (default ``course``) then ``forked`` and prints the ratios
+after/before, and checks that every chapter printed the same text both ways (measured seconds
+masked, see :func:`text_outputs`); ``--rounds N`` alternates them N times (before, after,
+before, after, ...) and takes the ratio of run times from each chapter's median (the memory of
+every round is printed).
 ``--mmap-threshold 131072`` is an experiment: glibc's mmap and trim thresholds set in each
 kernel first. Run times are wall-clock on a machine others may be using: read them with the load
 average printed beside them. Prints figures; asserts nothing.
@@ -35,10 +43,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import signal
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import psutil
@@ -47,7 +59,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, kernel_env  # noqa: E402
+from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, ExecutedNotebook, kernel_env  # noqa: E402
 
 CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("0[0-6]_*.ipynb"))
 WEIGHTS_FILE = "model.safetensors"
@@ -75,13 +87,43 @@ import json as _json, course.memory_release as _release
 print(_json.dumps([_release.LOG.releases, _release.LOG.seconds]))
 """
 
-CONFIGS = {
-    "copy": ("weights copied into each kernel (disable_mmap=True), no release",
-             [COPY_CELL, NO_RELEASE_CELL]),
-    "mapped": ("weights mapped, no release after model cells", [NO_RELEASE_CELL]),
-    "course": ("as the course runs: weights mapped, freed memory given back after model cells",
-               []),
+CONFIGS = {  # name: (label, prelude cells, forked kernels)
+    "copy": ("weights copied into each kernel (disable_mmap=True), no release, ordinary kernels",
+             [COPY_CELL, NO_RELEASE_CELL], False),
+    "mapped": ("weights mapped, no release after model cells, ordinary kernels",
+               [NO_RELEASE_CELL], False),
+    "course": ("the course's code (weights mapped, release after model cells), ordinary kernels",
+               [], False),
+    "forked": ("the course's code in kernels forked from one pre-imported process (the lab's "
+               "kernelspec)", [], True),
 }
+LAB_KERNELS = ROOT / "lab"  # JUPYTER_PATH of the forked configuration: lab/kernels/python3
+_ZYGOTES: list[str] = []  # this run's own runtime folder (made on first use)
+
+
+def zygote_dir() -> str:
+    """The runtime folder of this run's zygote (private, made once)."""
+    if not _ZYGOTES:
+        _ZYGOTES.append(tempfile.mkdtemp(prefix="kernel-memory-zygotes-"))
+    return _ZYGOTES[0]
+
+TIMINGS = [  # measured times a cell prints: they differ from run to run
+    re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?= ?(?:s|ms|seconds?|tokens/s)\b)"),
+    re.compile(r"(?<=seconds per run = )\d+(?:\.\d+)?"),
+]
+
+
+def text_outputs(run: ExecutedNotebook) -> list[tuple[str, str]]:
+    """Each code cell's id and the text a student sees under it, with the measured seconds a
+    cell prints replaced by ``<seconds>`` (the only text expected to differ between two runs)."""
+    texts = []
+    for cell in run.nb.cells:
+        if cell.cell_type == "code":
+            text = run.text(cell.id) if cell.get("id") else ""
+            for pattern in TIMINGS:
+                text = pattern.sub("<seconds>", text)
+            texts.append((cell.get("id", "?"), text))
+    return texts
 
 MMAP_THRESHOLD_CELL = """\
 # benchmark only (kernel_memory.py --mmap-threshold): glibc serves allocations from {n} bytes up
@@ -146,12 +188,14 @@ def resident_together(pids: list[int]) -> int | None:
 ALLOW_ERRORS = False  # --allow-errors: a failing cell is reported, and the run goes on
 
 
-def run_kept_alive(name: str, prelude: list[str], threads: str
-                   ) -> tuple[NotebookClient, float, tuple[int, float]]:
-    """Run ``notebooks/<name>`` top to bottom in a new kernel, after the ``prelude`` cells, and
-    leave the kernel running; the run time and ``(releases, their seconds)`` of the kernel."""
+def run_kept_alive(name: str, prelude: list[str], threads: str, forked: bool = False
+                   ) -> tuple[NotebookClient, float, tuple[int, float], list[tuple[str, str]]]:
+    """Run ``notebooks/<name>`` top to bottom in a new kernel (forked from the zygote when
+    ``forked``), after the ``prelude`` cells, and leave the kernel running; the run time,
+    ``(releases, their seconds)`` of the kernel and the notebook's :func:`text_outputs`."""
     path = NOTEBOOKS / name
     nb = nbformat.read(path, as_version=4)
+    first = len(prelude)
     nb.cells[:0] = [nbformat.v4.new_code_cell(source) for source in prelude]
     nb.cells.append(nbformat.v4.new_code_cell(RELEASE_LOG_CELL))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
@@ -159,7 +203,10 @@ def run_kept_alive(name: str, prelude: list[str], threads: str
                             resources={"metadata": {"path": str(path.parent)}})
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(kernel_env({"COURSE_TORCH_THREADS": threads}))
+    extra = {"COURSE_TORCH_THREADS": threads, "COURSE_FORK_KERNELS": "1" if forked else "0"}
+    if forked:
+        extra.update(JUPYTER_PATH=str(LAB_KERNELS), COURSE_FORK_RUNTIME_DIR=zygote_dir())
+    os.environ.update(kernel_env(extra))
     start = time.perf_counter()
     try:
         client.execute(cleanup_kc=False)
@@ -173,12 +220,27 @@ def run_kept_alive(name: str, prelude: list[str], threads: str
         print(f"  {name}: cells that raised (--allow-errors): {', '.join(failed)}", flush=True)
     log = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
     releases, released_s = json.loads(log)
-    return client, seconds, (releases, released_s)
+    kind = type(client.km.provisioner.process).__name__
+    if (kind == "ForkedKernel") != forked:
+        raise SystemExit(f"{name}: the kernel is a {kind}, not what the configuration asks for "
+                         f"({'forked' if forked else 'ordinary'}): see the messages above")
+    lesson = nbformat.from_dict({**nb, "cells": nb.cells[first:-1]})
+    return client, seconds, (releases, released_s), text_outputs(
+        ExecutedNotebook(name, lesson, seconds))
 
 
-def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dict[str, float]]:
-    """Run the seven chapters, all kept alive; their memory and run times, printed and returned."""
-    label, prelude = CONFIGS[config]
+def zygote_of(clients: list[NotebookClient]) -> int | None:
+    """The pid of the zygote the kernels were forked from (None: ordinary kernels)."""
+    zygotes = {getattr(c.km.provisioner.process, "zygote", None) for c in clients}
+    if len(zygotes) != 1:
+        raise SystemExit(f"the kernels came from {len(zygotes)} zygotes, not one: {zygotes}")
+    return zygotes.pop()
+
+
+def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dict[str, Any]]:
+    """Run the seven chapters, all kept alive; their memory, run times and text outputs, printed
+    and returned (``"zygote"``: the zygote's, when the kernels were forked)."""
+    label, prelude, forked = CONFIGS[config]
     prelude = list(prelude)
     if mmap_threshold:
         label += f", glibc mmap threshold {mmap_threshold} bytes"
@@ -187,9 +249,11 @@ def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dic
     clients, figures = [], {}
     try:
         for name in CHAPTERS:
-            client, seconds, (releases, released_s) = run_kept_alive(name, prelude, threads)
+            client, seconds, (releases, released_s), texts = run_kept_alive(
+                name, prelude, threads, forked)
             clients.append(client)
-            figures[name] = {"seconds": seconds, "releases": releases, "released_s": released_s}
+            figures[name] = {"seconds": seconds, "releases": releases, "released_s": released_s,
+                             "texts": texts}
             print(f"  ran {name:<26} {seconds:6.1f} s (load average "
                   f"{os.getloadavg()[0]:.2f})", flush=True)
         time.sleep(2)
@@ -204,18 +268,38 @@ def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dic
             print(f"  {name:<26} {f['rss']:8.0f} {f['uss']:8.0f} {f['pss']:8.0f} "
                   f"{f['seconds']:7.1f}  {mapped / MB:.0f} / {dirty / MB:.0f}; "
                   f"{f['releases']}, {f['released_s']:.1f}")
-        total = sum(f["pss"] for f in figures.values())
-        print(f"  {'seven kernels, sum of PSS':<26} {'':>8} {'':>8} {total:8.0f} "
-              f"{sum(f['seconds'] for f in figures.values()):7.1f}", flush=True)
-        together = resident_together([c.km.provisioner.pid for c in clients])
+        pids = [c.km.provisioner.pid for c in clients]
+        zygote = zygote_of(clients)
+        if zygote is not None:
+            info = psutil.Process(zygote).memory_full_info()
+            figures["zygote"] = {"rss": info.rss / MB, "uss": info.uss / MB, "pss": info.pss / MB}
+            z = figures["zygote"]
+            print(f"  {'zygote (forked them)':<26} {z['rss']:8.0f} {z['uss']:8.0f} "
+                  f"{z['pss']:8.0f}")
+            pids.append(zygote)
+        total = sum(figures[name]["pss"] for name in [*CHAPTERS, "zygote"] if name in figures)
+        print(f"  {'seven kernels' + (' + zygote' if zygote else '') + ', sum of PSS':<26} "
+              f"{'':>8} {'':>8} {total:8.0f} "
+              f"{sum(figures[name]['seconds'] for name in CHAPTERS):7.1f}", flush=True)
+        together = resident_together(pids)
         if together is not None:
             figures["together"] = {"rss": together / MB}
             print(f"  {'the seven, each page once':<26} {together / MB:8.0f}  (resident, "
-                  "pages shared with processes outside the seven counted whole)", flush=True)
+                  "pages shared with processes outside the seven counted whole"
+                  + ("; the zygote included" if zygote else "") + ")", flush=True)
     finally:
         for client in clients:
             client._cleanup_kernel()
+        if forked and clients:
+            stop_zygote(clients)
     return figures
+
+
+def stop_zygote(clients: list[NotebookClient]) -> None:
+    """Stop the benchmark's zygote (it would otherwise wait for its idle time)."""
+    zygote = getattr(clients[0].km.provisioner.process, "zygote", None)
+    if zygote and psutil.pid_exists(zygote):
+        os.kill(zygote, signal.SIGTERM)
 
 
 def main() -> None:
@@ -224,9 +308,10 @@ def main() -> None:
     mode.add_argument("--copy", action="store_true",
                       help="one run of the 'copy' configuration (weights copied, no release)")
     mode.add_argument("--compare", action="store_true",
-                      help="--before, then the course as it runs, in one run, with ratios")
-    parser.add_argument("--before", choices=["copy", "mapped"], default="copy",
-                        help="the configuration --compare starts from (default: copy)")
+                      help="--before, then forked kernels, in one run, with ratios")
+    parser.add_argument("--before", choices=["copy", "mapped", "course"], default="course",
+                        help="the configuration --compare starts from (default: course, "
+                             "ordinary kernels); after is always forked")
     parser.add_argument("--rounds", type=int, default=1,
                         help="--compare: alternate before and after this many times (default 1)")
     parser.add_argument("--threads", default="1",
@@ -245,14 +330,15 @@ def main() -> None:
     print(f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.1f} GB RAM, "
           f"{psutil.virtual_memory().available / 1e9:.1f} GB available", flush=True)
     if not args.compare:
-        measure("copy" if args.copy else "course", args.threads, args.mmap_threshold)
+        measure("copy" if args.copy else "forked", args.threads, args.mmap_threshold)
         return
     rounds = []
     for _ in range(args.rounds):
         rounds.append((measure(args.before, args.threads, args.mmap_threshold),
-                       measure("course", args.threads, args.mmap_threshold)))
-    print(f"\n== course / {args.before} (after / before), {args.rounds} round(s); run time from "
-          "each chapter's median")
+                       measure("forked", args.threads, args.mmap_threshold)))
+    print(f"\n== forked / {args.before} (after / before), {args.rounds} round(s); run time from "
+          "each chapter's median; load average now "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"  {'chapter':<26} {'RSS':>6} {'USS':>6} {'PSS':>6} {'time':>6}   "
           "PSS MB before -> after   time s before -> after")
     for name in CHAPTERS:
@@ -263,15 +349,22 @@ def main() -> None:
               + f" {ta / tb:6.2f}   {b['pss']:6.0f} -> {a['pss']:5.0f}"
               + f"          {tb:6.1f} -> {ta:5.1f}")
     def total(figures: dict, key: str) -> float:
-        return sum(figures[name][key] for name in CHAPTERS)
+        return sum(figures[name][key] for name in [*CHAPTERS, "zygote"]
+                   if name in figures and key in figures[name])
 
     for i, (before, after) in enumerate(rounds, 1):
         once = (f"; each page once {before['together']['rss']:.0f} MB before, "
                 f"{after['together']['rss']:.0f} MB after"
                 if "together" in before and "together" in after else "")
+        zygote = f" (the zygote's {after['zygote']['pss']:.0f} included)" if "zygote" in after else ""
         print(f"  round {i}: sum of PSS {total(before, 'pss'):.0f} MB before, "
-              f"{total(after, 'pss'):.0f} MB after{once}; run time "
+              f"{total(after, 'pss'):.0f} MB after{zygote}{once}; run time "
               f"{total(before, 'seconds'):.0f} s before, {total(after, 'seconds'):.0f} s after")
+        for name in CHAPTERS:
+            b, a = before[name]["texts"], after[name]["texts"]
+            differ = [x[0] for x, y in zip(b, a, strict=False) if x != y]
+            same = "same" if b == a else f"DIFFERENT in {len(differ)} cell(s): {', '.join(differ)}"
+            print(f"    {name:<26} text outputs before and after: {same}")
 
 
 if __name__ == "__main__":
