@@ -160,8 +160,27 @@ def test_outputs_are_short_and_labelled(run):
         if cell.cell_type == "code":
             assert len(run.text(cell.id)) <= 3000, (cell.id, len(run.text(cell.id)))
     for cell_id in ("problem", "base-live", "one-trajectory", "render", "live-train",
-                    "loss-curve", "heldout-table", "tuned-live", "lesson"):
+                    "loss-curve", "heldout-table", "tuned-live", "lesson", "bfcl"):
         first = next(line for line in run.text(cell_id).splitlines()
                      if line.strip() and not line.startswith(("LoRA steps", "Loading weights",
                                                               "<Figure")))
         assert any(f"[{label}" in first or f"{label}:" in first for label in LABELS), (cell_id, first)
+
+
+def test_the_bfcl_cell_shows_both_committed_tables(run):
+    from course.tools.bfcl import BFCL_LAST_RUN, BFCL_TOOLS_RUN
+
+    if not BFCL_TOOLS_RUN.is_file():
+        pytest.skip("the adapter's BFCL table is not committed")
+    text = run.text("bfcl")
+    base, tuned = (json.loads(p.read_text()) for p in (BFCL_LAST_RUN, BFCL_TOOLS_RUN))
+    assert text.startswith("[measured] BFCL, flat questions")
+    for category in ("simple", "multiple"):
+        for mode in ("free", "constrained"):
+            a, b = (next(r for r in t["rows"] if (r["category"], r["mode"], r["subset"])
+                         == (category, mode, "flat")) for t in (base, tuned))
+            line = next(x for x in text.splitlines() if x.split()[:2] == [category, mode])
+            assert (f"base {a['well_formed']}/{a['n']} / {a['accepted']}/{a['n']}" in line
+                    and f"base + adapter {b['well_formed']}/{b['n']} / {b['accepted']}/{b['n']}"
+                    in line), line
+    assert tuned["model"] in text and base["model"] in text
