@@ -165,6 +165,38 @@ def test_pipeline_vs_agent_figures_present(run):
     assert re.search(r"^live agent \[measured\]: routed right in \d of 3 runs", floor, re.M)
 
 
+TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
+
+
+def test_the_fine_tuned_model_runs_the_routing_loop_beside_the_base(run):
+    """Base + the committed adapter on the same ticket, loop and sampling (measured): it learnt
+    smolagents' code blocks, not this loop's call syntax, and routes no ticket."""
+    text = run.text("tuned-routing")
+    assert f"agent, base + adapter [measured] model: {TUNED} (ChatHuggingFace), prompts " \
+           "continued from the first prompt's KV cache" in text, text
+    assert text.count("agent, active model [measured] model: agent model (ChatHuggingFace)") == 1
+    base = run.text("pipeline-vs-agent")  # the base's row is the section's own runs, unchanged
+    routed = re.search(r"agent \[measured\].*?correct = (\d+)", base, re.S).group(1)
+    assert f"agent, active model: routed to 'billing' in {routed} of 3 runs" in text
+    tuned = re.search(r"agent, base \+ adapter \[measured\].*?correct = (\d+)", text, re.S)
+    assert tuned.group(1) == "0" and "agent, base + adapter: routed to 'billing' in 0 of 3 runs" in text
+    assert float(re.search(r"agent, base \+ adapter \[.*?model calls per run = (\S+)", text,
+                           re.S).group(1)) == 2.0  # no reply the loop read as a call or answer
+    replies = text.split("(every step of every run):\n")[1].split("\nagent, active")[0].splitlines()
+    assert len(replies) == 6  # 3 runs x 2 steps
+    calls = sum("CALL route_to(" in r for r in replies)
+    assert calls == 2 and f"agent, base + adapter: {calls} of 6 replies hold the loop's call" in text
+    said = run.text("pipeline-outputs").split("(every step of every run):\n")[1].split("\npipeline:")[0]
+    base_calls = said.count("CALL route_to(")  # the base, default setting: fewer (the prose says so)
+    assert base_calls < calls and f"agent, active model: {base_calls} of 6 replies hold" in text
+    assert "CALL route_to(payment=" in text  # a parameter the tool does not have
+    pipeline = re.search(r"pipeline, base \+ adapter: label probabilities: billing (\S+), .*"
+                         r"-> billing; routed right in 3 of 3 runs", text)
+    assert pipeline and float(pipeline.group(1).rstrip(",")) > 0.9, text
+    cells = [c.id for c in run.nb.cells]
+    assert cells.index("exercises") < cells.index("going-further") < cells.index("tuned-routing")
+
+
 def test_the_four_cases_that_need_no_agent(run):
     assert "3 of 3" in run.text("agent-floor")  # 1. the pipeline (above)
     call = run.text("not-function-call")  # 2. known arguments: a function call

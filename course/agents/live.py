@@ -21,6 +21,14 @@ up to the tool list (about 1,750 tokens), so the second and third runs compute o
 after it. The outputs are the model's own greedy continuations either way; each run reports how
 many prompt tokens came from the cache.
 
+:func:`run_live_tuned` runs the same tasks with the bundled base + the course's tools LoRA
+adapter (``course/data/adapters/smollm2-tools``, issue 28), whatever the setting, when its
+manifest checks (:func:`tuned_unavailable` says why not; :func:`tuned_skip_reason` also skips
+them in chapters run with another model): up to 2 steps (the fewest in which a
+run can search, then draw and answer), each ending at its first complete code block or after the
+held-out evaluation's cap of 160 new tokens (:mod:`course.finetune.evaluate`), reusing one kept
+prefix cache across the three tasks.
+
 Not handled: the real web search and image model (the offline tools stand in; see
 :mod:`course.agents.offline_tools`), planning steps, streaming, retries of a failed server call;
 prefix reuse and the first-block stop for a server (it decides both itself; a bounded run there
@@ -42,11 +50,13 @@ from smolagents.utils import AgentError
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
-from course.settings import active_model
+from course.settings import MODEL_SETTING, active_model
 from course.tools.adapters import smolagents_door
 from course.tools.constrained import PrefixCache, StopWhenReply
 
-__all__ = ["LivePlan", "LiveRun", "choice_label", "first_code_block_end", "live_plan", "run_live"]
+__all__ = ["TUNED_STEPS", "LivePlan", "LiveRun", "choice_label", "first_code_block_end",
+           "live_plan", "run_live", "run_live_tuned", "tuned_label", "tuned_plan",
+           "tuned_skip_reason", "tuned_unavailable"]
 
 NOTE_TASKS = {"weather": "weather_note", "bond": "bond_note", "debug": "debug_note"}
 """The three tasks, by the recording that holds their task text, tools and additional_args."""
@@ -107,6 +117,34 @@ class LiveRun:
         """The trajectory checks on this run (the same checks as for the replays)."""
         return check_trajectory(self.trace)
 
+    @property
+    def parsed_steps(self) -> tuple[int, int]:
+        """(steps whose output smolagents parsed into code, steps the model wrote)."""
+        wrote = [s for s in self.trace.steps if s.model_output or s.code or s.error]
+        parsed = [s for s in wrote
+                  if s.code and not (s.error or "").startswith("AgentParsingError")]
+        return len(parsed), len(wrote)
+
+    @property
+    def tools_called(self) -> list[str]:
+        """Every tool the run's code called, in order (``final_answer`` included)."""
+        return [call.name for step in self.trace.steps for call in step.tool_calls]
+
+    def answer_text(self, limit: int | None = None) -> str:
+        """The answer's repr (cut at ``limit`` characters); an image is named as one (its repr
+        holds a memory address)."""
+        if type(self.answer).__name__ == "AgentImage":
+            return "an image (AgentImage)"
+        return repr(self.answer)[:limit]
+
+    def summary(self) -> str:
+        """One line: parsed steps, tools called, the checks' flags, the answer."""
+        parsed, wrote = self.parsed_steps
+        flags = ", ".join(f.label for f in self.flags) or "none"
+        return (f"{self.name}: parsed {parsed} of {wrote} steps; tools called: "
+                f"{', '.join(self.tools_called) or 'none'}; stopped: {self.stopped}; "
+                f"flags: {flags}; answer: {self.answer_text(80)}")
+
     def __str__(self) -> str:
         t = self.trace
         lines = [f"{self.name} [measured] model: {t.model_id}",
@@ -131,7 +169,7 @@ class LiveRun:
                 lines.append(f"    error: {step.error.splitlines()[0][:140]}")
             if step.duration_s is not None:
                 lines.append(f"    step_seconds={step.duration_s:.1f}")
-        lines.append(f"answer: {self.answer!r}")
+        lines.append(f"answer: {self.answer_text()}")
         flags = self.flags
         lines.append("flags: " + ("; ".join(str(f) for f in flags) if flags else "none"))
         return "\n".join(lines)
@@ -225,8 +263,10 @@ def prefix_reusing(model: Any, prefix: Any, first_block: bool) -> Any:
     return model
 
 
-def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> LiveRun:
-    """Run note task ``name`` (``weather``, ``bond`` or ``debug``) live with the agent model."""
+def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
+             model_id: str | None = None) -> LiveRun:
+    """Run note task ``name`` (``weather``, ``bond`` or ``debug``) live with the agent model
+    (or with ``model``, named ``model_id`` in the trace)."""
     if name not in NOTE_TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {sorted(NOTE_TASKS)}.")
     from course.models import smolagents_model  # the model is built only when a run is asked for
@@ -253,9 +293,82 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None) -> Live
                                 source="measured", title=f"{name} (live, {plan.max_steps} step "
                                                          "limit)")
     trace.additional_args = dict(recording.additional_args)
-    trace.model_id = choice_label()
+    trace.model_id = model_id or choice_label()
     trace.measured_with = "the token counts the model object reported"
     if answer is None and not any(s.is_final_answer for s in trace.steps) and stopped == "final_answer":
         stopped = "no final answer"
     return LiveRun(name, trace, answer, stopped, seconds, plan,
                    getattr(model, "cached_tokens", 0) - cached_before)
+
+
+TUNED_STEPS = 2
+"""Step limit of the fine-tuned model's live runs: the fewest in which a run can search, then
+draw and answer (its held-out evaluation allows 3; each step costs about a minute on a loaded
+2-core CPU)."""
+
+_TUNED: dict[int, Any] = {}  # max_new_tokens -> the base + adapter's smolagents model, kept
+
+
+def tuned_label() -> str:
+    """The bundled base + the course's tools adapter, as the live runs name it."""
+    from course.finetune.adapter import adapter_label
+
+    return adapter_label()
+
+
+def tuned_unavailable() -> str | None:
+    """Why the fine-tuned model cannot run here (its adapter's manifest check fails), else None."""
+    from course.adapter_manifest import AdapterError, check_adapter
+
+    try:
+        check_adapter()
+    except AdapterError as err:
+        return str(err)
+    return None
+
+
+def tuned_skip_reason() -> str | None:
+    """Why a chapter skips its fine-tuned runs, else None: the adapter does not check, or
+    ``COURSE_MODEL`` selects a model that is not the bundled one (the runs would be the same
+    greedy runs of the bundled base + adapter the default setting shows, at a minute or two each
+    on a CPU; :func:`run_live_tuned` still runs them when called)."""
+    problem = tuned_unavailable()
+    if problem:
+        return f"the fine-tuned model's adapter does not check: {problem}"
+    choice = active_model()
+    if not choice.is_bundled:
+        return (f"{MODEL_SETTING} selects {choice.label}, not the bundled model: the fine-tuned "
+                "runs are the bundled base + adapter's, the same in every setting; unset "
+                f"{MODEL_SETTING} (or set it to bundled) to see them here")
+    return None
+
+
+def tuned_plan() -> LivePlan:
+    """The fine-tuned model's bounded run: :data:`TUNED_STEPS`, the held-out evaluation's cap."""
+    from course.finetune.evaluate import MAX_NEW_TOKENS
+
+    return LivePlan(TUNED_STEPS, MAX_NEW_TOKENS,
+                    f"bounded run of {tuned_label()}: up to {TUNED_STEPS} steps, each ending at "
+                    f"its first complete code block or after {MAX_NEW_TOKENS} new tokens (the "
+                    "held-out evaluation's cap)", first_block=True)
+
+
+def run_live_tuned(name: str, plan: LivePlan | None = None) -> LiveRun:
+    """Note task ``name`` run live with the bundled base + the tools adapter, whatever
+    ``COURSE_MODEL`` says (loaded in this kernel; one kept prefix cache for every task)."""
+    from course.models import smolagents_model
+    from course.settings import BUNDLED_TOOLS, parse_model_setting
+
+    plan = plan or tuned_plan()
+    problem = tuned_unavailable()
+    if problem:
+        raise RuntimeError(f"the fine-tuned model cannot run: {problem}")
+    model = _TUNED.get(plan.max_new_tokens)
+    if model is None:
+        from course.models import load_local_model
+
+        choice = parse_model_setting(BUNDLED_TOOLS)
+        model = smolagents_model(choice, max_new_tokens=plan.max_new_tokens)
+        model = prefix_reusing(model, PrefixCache(load_local_model(choice)), plan.first_block)
+        _TUNED[plan.max_new_tokens] = model
+    return run_live(name, plan, model=model, model_id=tuned_label())
