@@ -50,6 +50,49 @@ def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert row(table, "weather, live").endswith("flags=relevant tool never called (web_search)")
 
 
+TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
+
+
+def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
+    """Base + the committed adapter (its manifest checks), bounded, measured, read by the same
+    trajectory checks: the format is learnt (every step parses), the judgement is not."""
+    plan = run.text("tuned-plan")
+    assert f"bounded run of {TUNED}: up to 2 steps, each ending at its first complete code block " \
+           "or after 160 new tokens" in plan and f"model: {TUNED}, loaded in this kernel" in plan
+    summary = run.text("tuned-side-by-side")
+    table = summary.split("\n\n")[0]
+    expected_flags = {"weather": "relevant tool never called (web_search)", "bond": "none",
+                      "debug": "none"}
+    for task, flags in expected_flags.items():
+        text = run.text(f"tuned-{task}")
+        assert text.startswith(f"{task} [measured] model: {TUNED}"), text
+        steps = int(field(text, "steps"))
+        assert 1 <= steps <= 2 and text.count("the call ended at its first complete code block") == steps
+        assert "AgentParsingError" not in text and "cached_prompt_tokens=0" not in text, text
+        assert re.search(r"step_seconds=\d+\.\d", text), text
+        # one verdict, three readings: the run's flags, the comparison's row, the summary line
+        shown = re.search(r"^flags: (.*)$", text, re.M).group(1)
+        labels = re.findall(r"\[([^\]]+)\] run: the task calls for '(\w+)'", shown)
+        assert (", ".join(f"{k} ({t})" for k, t in labels) or shown) == flags, (task, shown)
+        assert row(table, f"{task}, tuned live").endswith(f"flags={flags}"), table
+        line = row(summary, task)
+        assert line.startswith(f"{task}: parsed {steps} of {steps} steps;"), line
+        assert f"; flags: {flags}; " in line, line
+        assert row(table, f"{task}, note") and row(table, f"{task}, live")  # beside the others
+    assert "weather: parsed 2 of 2 steps; tools called: none; stopped: step limit (2)" in summary
+    bond = row(summary, "bond")  # search, draw, answer: the checks pass it...
+    assert "tools called: web_search, image_generator, final_answer; stopped: final_answer" in bond
+    assert "answer: an image (AgentImage)" in bond and "answer: an image" in run.text("tuned-bond")
+    # ...though the generator got no car: what the checks do not read
+    assert ("bond, tuned: searched ['latest car James Bond']; the image generator received "
+            "['a car, detailed, high-res']") in summary
+    debug = run.text("tuned-debug")  # uses the script's name, never runs it: no flag
+    assert "numbers = numbers + 1" in debug and "answer: None" in debug
+    assert row(table, "debug, tuned live").endswith("ran the script in step [1, 2]; flags=none")
+    cells = [c.id for c in run.nb.cells]
+    assert cells.index("going-further") < cells.index("tuned-intro") < cells.index("tuned-read")
+
+
 # ----- the hand-written loop -----
 DUMMY_CELLS = ("dummy-prompt", "dummy-parse", "dummy-loop")
 REPLIES = [  # the chapter's cases: the note's replies, the bundled model's, and malformed ones
@@ -337,3 +380,25 @@ def test_quiz_and_exercises_pass(run):
     assert run.text("quiz-check").count(" right: ") == 5
     for n in (1, 2, 3):
         assert "[passed] Exercise" in run.text(f"ex{n}-check"), n
+
+
+def test_the_fine_tuned_runs_skip_with_a_reason(monkeypatch, tmp_path):
+    """Another setting, or an adapter whose manifest does not check: the chapter says why it
+    skips the fine-tuned runs; the committed adapter in the default setting runs them."""
+    import course.adapter_manifest as manifest
+    from course.agents import live
+
+    monkeypatch.delenv("COURSE_MODEL", raising=False)
+    assert live.tuned_skip_reason() is None and live.tuned_unavailable() is None
+    monkeypatch.setenv("COURSE_MODEL", "http://127.0.0.1:9/v1")
+    reason = live.tuned_skip_reason()
+    assert reason.startswith("COURSE_MODEL selects OpenAI-compatible server http://127.0.0.1:9/v1")
+    assert "unset COURSE_MODEL (or set it to bundled)" in reason
+    monkeypatch.setenv("COURSE_MODEL", "bundled+tools")
+    assert live.tuned_skip_reason() is None
+    (tmp_path / "manifest.json").write_text("{not json")
+    monkeypatch.setattr(manifest, "adapter_dir", lambda name=manifest.DEFAULT_ADAPTER: tmp_path)
+    reason = live.tuned_skip_reason()
+    assert reason.startswith("the fine-tuned model's adapter does not check: ") and "manifest" in reason
+    with pytest.raises(RuntimeError, match="the fine-tuned model cannot run"):
+        live.run_live_tuned("weather")
