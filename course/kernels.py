@@ -30,9 +30,10 @@ another value is an error naming the setting.
 
 What it does not handle: other systems than Linux (the ordinary launch is used), kernels other
 than ``python -m ipykernel_launcher`` (ordinary launch), a ``stdout=PIPE`` launch (ordinary
-launch), and kernels whose zygote was killed: they run on and the provisioner still polls and
-signals them (by pidfd), but they are no longer killed when the process that started them dies,
-and their exit status reads as -1. A module a student changed is imported fresh in each kernel
+launch; the sandboxed grader's command is one), and kernels whose zygote was killed: they run on
+(unless re-parented to PID 1, where ipykernel's own parent check ends them) and the provisioner
+still polls and signals them (by pidfd), but they are no longer killed when the process that
+started them dies, and their exit status reads as -1. A module a student changed is imported fresh in each kernel
 (``course`` and ``widgets`` are never in the zygote), but an upgrade of a preloaded library only
 reaches kernels of a new zygote (the fingerprint changes when a distribution is reinstalled).
 """
@@ -148,12 +149,14 @@ def _site_dirs(python: str) -> list[Path]:
 
 
 def fingerprint(python: str, env: dict[str, str] | os._Environ[str]) -> str:
-    """16 hex digits naming one zygote: the Python executable, the environment variables that
-    change what an import does (:data:`FINGERPRINT_PREFIXES`), and the installed distributions
-    (their metadata folders' names and times in the interpreter's site-packages)."""
+    """16 hex digits naming one zygote: the Python executable, this file (the zygote's code),
+    the environment variables that change what an import does (:data:`FINGERPRINT_PREFIXES`),
+    and the installed distributions (their metadata folders' names and times in the
+    interpreter's site-packages)."""
     digest = hashlib.sha256()
     real = os.path.realpath(python)
     digest.update(f"{os.path.abspath(python)}\0{real}\0{os.stat(real).st_mtime_ns}\0".encode())
+    digest.update(f"{os.stat(__file__).st_mtime_ns}\0".encode())  # the zygote's own code
     for name in sorted(env):
         if name in NOT_FINGERPRINTED:
             continue

@@ -106,3 +106,22 @@ def test_nothing_is_registered_outside_a_kernel_or_without_glibc(monkeypatch):
 def test_glibc_trim_is_found_here():
     trim = memory_release.glibc_malloc_trim()
     assert trim is not None and trim(0) in (0, 1)
+
+
+def test_the_doctor_does_not_keep_the_tokenizers_it_checked():
+    """Chapter 00's doctor loads the GPT-2 (LangChain's counter) and Qwen tokenizers to check
+    them; it leaves neither in a cache (about 170 MB a kernel would otherwise keep)."""
+    from langchain_core.language_models.base import get_tokenizer
+
+    from course import assets, doctor
+
+    get_tokenizer.cache_clear()
+    assets._load_qwen.cache_clear()
+    checks = {check.name: check for check in (doctor._gpt2(), doctor._qwen())}
+    assert checks["GPT-2 tokenizer"].ok, checks
+    assert checks["Qwen tokenizer"].ok or checks["Qwen tokenizer"].optional, checks
+    assert get_tokenizer.cache_info().currsize == 0
+    assert assets._load_qwen.cache_info().currsize == 0
+    kept = get_tokenizer()  # a tokenizer someone else loaded first stays loaded
+    doctor._gpt2()
+    assert get_tokenizer() is kept
