@@ -24,10 +24,10 @@ many prompt tokens came from the cache.
 :func:`run_live_tuned` runs the same tasks with the bundled base + the course's tools LoRA
 adapter (``course/data/adapters/smollm2-tools``, issue 28), whatever the setting, when its
 manifest checks (:func:`tuned_unavailable` says why not; :func:`tuned_skip_reason` also skips
-them in chapters run with another model): up to 2 steps (the fewest in which a
-run can search, then draw and answer), each ending at its first complete code block or after the
-held-out evaluation's cap of 160 new tokens (:mod:`course.finetune.evaluate`), reusing one kept
-prefix cache across the three tasks.
+them in chapters run with another model): up to 2 steps (the fewest in which a run can search,
+then draw and answer), each ending at its first complete code block or after the held-out
+evaluation's cap of 160 new tokens (:mod:`course.finetune.evaluate`), reusing one kept prefix
+cache across the three tasks.
 
 Not handled: the real web search and image model (the offline tools stand in; see
 :mod:`course.agents.offline_tools`), planning steps, streaming, retries of a failed server call;
@@ -303,8 +303,8 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
 
 TUNED_STEPS = 2
 """Step limit of the fine-tuned model's live runs: the fewest in which a run can search, then
-draw and answer (its held-out evaluation allows 3; each step costs about a minute on a loaded
-2-core CPU)."""
+draw and answer (its held-out evaluation allows 3; a step took 11-33 s on the shared 2-core
+CPU, measured)."""
 
 _TUNED: dict[int, Any] = {}  # max_new_tokens -> the base + adapter's smolagents model, kept
 
@@ -330,8 +330,8 @@ def tuned_unavailable() -> str | None:
 def tuned_skip_reason() -> str | None:
     """Why a chapter skips its fine-tuned runs, else None: the adapter does not check, or
     ``COURSE_MODEL`` selects a model that is not the bundled one (the runs would be the same
-    greedy runs of the bundled base + adapter the default setting shows, at a minute or two each
-    on a CPU; :func:`run_live_tuned` still runs them when called)."""
+    greedy runs of the bundled base + adapter the default setting shows, about 45 s a task on a
+    shared 2-core CPU; :func:`run_live_tuned` still runs them when called)."""
     problem = tuned_unavailable()
     if problem:
         return f"the fine-tuned model's adapter does not check: {problem}"
