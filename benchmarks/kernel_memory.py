@@ -108,21 +108,24 @@ def zygote_dir() -> str:
         _ZYGOTES.append(tempfile.mkdtemp(prefix="kernel-memory-zygotes-"))
     return _ZYGOTES[0]
 
-TIMINGS = [  # measured times a cell prints: they differ from run to run
-    re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?= ?(?:s|ms|seconds?|tokens/s)\b)"),
-    re.compile(r"(?<=seconds per run = )\d+(?:\.\d+)?"),
+MASKS = [  # what differs from run to run: measured times a cell prints, and object addresses
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?= ?(?:s|ms|seconds?|tokens/s)\b)"), "<seconds>"),
+    (re.compile(r"(?<=seconds per run = )\d+(?:\.\d+)?"), "<seconds>"),
+    (re.compile(r"(?<=seconds=)\d+(?:\.\d+)?"), "<seconds>"),
+    (re.compile(r"(?<= at )0x[0-9a-fA-F]+\b"), "<address>"),
 ]
 
 
 def text_outputs(run: ExecutedNotebook) -> list[tuple[str, str]]:
     """Each code cell's id and the text a student sees under it, with the measured seconds a
-    cell prints replaced by ``<seconds>`` (the only text expected to differ between two runs)."""
+    cell prints replaced by ``<seconds>`` and object addresses by ``<address>`` (:data:`MASKS`:
+    the only text expected to differ between two runs)."""
     texts = []
     for cell in run.nb.cells:
         if cell.cell_type == "code":
             text = run.text(cell.id) if cell.get("id") else ""
-            for pattern in TIMINGS:
-                text = pattern.sub("<seconds>", text)
+            for pattern, mask in MASKS:
+                text = pattern.sub(mask, text)
             texts.append((cell.get("id", "?"), text))
     return texts
 
