@@ -2,8 +2,8 @@
 libraries every kernel imports are shared copy-on-write between them (issue 27).
 
 Seven chapter kernels open at once each imported torch, transformers, LangChain, LangGraph,
-smolagents and matplotlib into private memory: about 300 MB of anonymous pages per kernel, the
-same in all seven. Here a Jupyter kernel provisioner (jupyter_client's extension point, entry
+smolagents and matplotlib into private memory: 308 MB of anonymous private pages per kernel
+(measured in one process), the same in all seven. Here a Jupyter kernel provisioner (jupyter_client's extension point, entry
 point ``course-forking`` in the group ``jupyter_client.kernel_provisioners``, chosen by the
 kernelspec ``lab/kernels/python3/kernel.json`` that ``make lab`` puts on ``JUPYTER_PATH``) asks a
 zygote for each kernel:
@@ -28,14 +28,20 @@ forked child. If anything about the zygote fails, it launches the ordinary way a
 stderr, once per reason. ``COURSE_FORK_KERNELS=0`` turns forking off (``1``, the default, on);
 another value is an error naming the setting.
 
+A forked kernel is made to look like an ordinary one (tested against it): the same ``sys.path``
+and ``sys.argv[0]``, its own session, default signal handlers, ipykernel's parent handle from
+``JPY_PARENT_PID``, the inline plot backend, and Python's and numpy's random generators seeded
+again (they would otherwise repeat the zygote's in every kernel).
+
 What it does not handle: other systems than Linux (the ordinary launch is used), kernels other
-than ``python -m ipykernel_launcher`` (ordinary launch), a ``stdout=PIPE`` launch (ordinary
-launch; the sandboxed grader's command is one), and kernels whose zygote was killed: they run on
-(unless re-parented to PID 1, where ipykernel's own parent check ends them) and the provisioner
-still polls and signals them (by pidfd), but they are no longer killed when the process that
-started them dies, and their exit status reads as -1. A module a student changed is imported fresh in each kernel
-(``course`` and ``widgets`` are never in the zygote), but an upgrade of a preloaded library only
-reaches kernels of a new zygote (the fingerprint changes when a distribution is reinstalled).
+than ``python -m ipykernel_launcher`` (ordinary launch; the sandboxed grader's command, behind
+its sandbox prefix, is one), a ``stdout=PIPE`` launch (ordinary launch), and kernels whose zygote
+was killed: they run on (unless re-parented to PID 1, where ipykernel's own parent check ends
+them) and the provisioner still polls and signals them (by pidfd), but they are no longer killed
+when the process that started them dies, and their exit status reads as -1. A module a student
+changed is imported fresh in each kernel (``course`` and ``widgets`` are never in the zygote),
+but an upgrade of a preloaded library only reaches kernels of a new zygote (the fingerprint
+changes when a distribution is reinstalled).
 """
 
 from __future__ import annotations
