@@ -10,6 +10,11 @@ once in this file), then
 - the class grader's hand-back (``course.grading.feedback.without_hidden_tests``, what
   ``make grade --feedback`` writes, see tests/test_grading.py for the whole grader) applied to
   the same executed notebooks: none either, while the autograded notebooks themselves do.
+
+Each submission leaves out the chapter's ``## Going further`` cells (after the exercises): they
+carry no grade id and no hidden test, nbgrader tracks only cells with a grade id (a student may
+delete the others), and they are the slow live runs (02's and 03's fine-tuned model, 04's live
+team) that the chapter tests and the browser test already run.
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
 STUDENT = "alice"
+
+
+def _graded_part(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` without its going-further cells (from the cell whose id is ``going-further``)."""
+    ids = [cell.get("id") for cell in nb.cells]
+    if "going-further" in ids:
+        rest = nb.cells[ids.index("going-further"):]
+        assert not any("nbgrader" in cell.metadata for cell in rest), "a graded cell in Going further"
+        nb.cells = nb.cells[:ids.index("going-further")]
+    return nb
 
 
 def _instructor(chapter: str) -> nbformat.NotebookNode:
@@ -48,7 +63,7 @@ def course(tmp_path_factory):
             answers["ex2-solution"] = FITTED_TO_THE_VISIBLE_ASSERT
         folder = course / "submitted" / STUDENT / chapter
         folder.mkdir(parents=True)
-        nbformat.write(fill(release, answers), folder / f"{chapter}.ipynb")
+        nbformat.write(_graded_part(fill(release, answers)), folder / f"{chapter}.ipynb")
     for chapter in CHAPTERS:
         _nbgrader(course, "autograde", chapter, "--force")
         _nbgrader(course, "generate_feedback", chapter, "--force")
