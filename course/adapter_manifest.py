@@ -15,12 +15,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "AdapterError",
-           "adapter_dir", "check_adapter", "read_manifest", "sha256_file"]
+__all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "STEP_TOKENS",
+           "AdapterError", "adapter_dir", "adapter_label", "check_adapter", "read_manifest",
+           "sha256_file"]
 
 ADAPTERS_DIR = Path(__file__).resolve().parent / "data" / "adapters"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+STEP_TOKENS = 160
+"""Cap on one agent step's new tokens for base + adapter (its held-out evaluation and chapters
+02-03's live runs; the longest trained output, a fixed script, is about 110 tokens)."""
+
 
 
 def sha256_file(path: Path) -> str:
@@ -33,6 +38,12 @@ def sha256_file(path: Path) -> str:
 
 
 DEFAULT_ADAPTER = "smollm2-tools"
+
+
+def adapter_label(name: str = DEFAULT_ADAPTER) -> str:
+    """Base + adapter as outputs name it, e.g. ``SmolLM2-135M-Instruct + LoRA smollm2-tools
+    (course/data/adapters)`` (chapters 02, 03 and 07's live runs, the BFCL table)."""
+    return f"SmolLM2-135M-Instruct + LoRA {name} (course/data/adapters)"
 
 
 class AdapterError(RuntimeError):

@@ -311,7 +311,7 @@ _TUNED: dict[int, Any] = {}  # max_new_tokens -> the base + adapter's smolagents
 
 def tuned_label() -> str:
     """The bundled base + the course's tools adapter, as the live runs name it."""
-    from course.finetune.adapter import adapter_label
+    from course.adapter_manifest import adapter_label
 
     return adapter_label()
 
@@ -345,7 +345,7 @@ def tuned_skip_reason() -> str | None:
 
 def tuned_plan() -> LivePlan:
     """The fine-tuned model's bounded run: :data:`TUNED_STEPS`, the held-out evaluation's cap."""
-    from course.finetune.evaluate import MAX_NEW_TOKENS
+    from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS
 
     return LivePlan(TUNED_STEPS, MAX_NEW_TOKENS,
                     f"bounded run of {tuned_label()}: up to {TUNED_STEPS} steps, each ending at "

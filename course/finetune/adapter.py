@@ -22,6 +22,7 @@ from course.adapter_manifest import (
     DEFAULT_ADAPTER,
     AdapterError,
     adapter_dir,
+    adapter_label,
     check_adapter,
     read_manifest,
 )
@@ -29,12 +30,6 @@ from course.finetune.train import fresh_base
 
 __all__ = ["DEFAULT_ADAPTER", "AdapterError", "adapter_dir", "adapter_label", "check_adapter",
            "fresh_base", "load_with_adapter", "read_manifest"]
-
-def adapter_label(name: str = DEFAULT_ADAPTER) -> str:
-    """Base + adapter as outputs name it, e.g. ``SmolLM2-135M-Instruct + LoRA smollm2-tools
-    (course/data/adapters)`` (chapters 02 and 03's live runs, the BFCL table)."""
-    return f"SmolLM2-135M-Instruct + LoRA {name} (course/data/adapters)"
-
 
 def load_with_adapter(folder: Path | None = None, base: Any = None) -> Any:
     """The bundled model with the adapter in ``folder`` (checked first), as a ``LocalModel``."""

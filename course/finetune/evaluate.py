@@ -27,11 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS  # one cap, chapters 02-03's too
+
 __all__ = ["Comparison", "TaskResult", "compare", "evaluate", "fixed_code_returned",
            "kernel_agent_model", "run_task"]
-
-MAX_NEW_TOKENS = 160
-"""Cap on one step's new tokens (the longest trained output, a fixed script, is about 110)."""
 
 
 @dataclass

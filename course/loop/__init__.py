@@ -30,7 +30,8 @@ _EXPORTS = {
     "reliability": ("chain_success", "chain_success_with_recovery", "plot_success_curves",
                     "simulate_chain"),
     "limitations": ("compare_search_tools", "success_within_budget", "tool_decisions"),
-    "pipelines": ("TICKET", "agent_chat", "compare", "outputs_seen", "scripted_agent"),
+    "pipelines": ("TICKET", "ChatModelPolicy", "Comparison", "agent_chat", "compare", "outputs_seen",
+                  "scripted_agent"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

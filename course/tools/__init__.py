@@ -51,7 +51,7 @@ _EXPORTS = {
     "catalogue": ("LABELLED_REQUESTS", "ToolRetriever", "build_catalogue", "recall_at_k"),
     "tool_count": ("LAST_FULL_RUN", "ToolCountCurve", "measure_tool_count"),
     "descriptions": ("GOOD", "POOR", "choices"),
-    "bfcl": ("BFCL_LAST_RUN", "BfclRun", "evaluate_bfcl"),
+    "bfcl": ("BFCL_LAST_RUN", "BFCL_TOOLS_RUN", "BfclRun", "evaluate_bfcl"),
     "sales": ("numbers_backed_by_tool", "sales_summary"),
     "mcp_server": ("connect",),
 }

@@ -274,7 +274,7 @@ def reply_to(local: Any, case: BfclCase, mode: str, max_new_tokens: int = 64,
 def model_label(local: Any) -> str:
     """The model as the table names it: its short name, and the LoRA adapter when one is on."""
     if getattr(local.choice, "with_adapter", False):
-        from course.finetune.adapter import adapter_label
+        from course.adapter_manifest import adapter_label
 
         return adapter_label()
     return local.short_name
