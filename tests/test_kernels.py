@@ -139,6 +139,8 @@ def test_two_kernels_at_once_are_two_children_of_one_zygote(rundir):
             assert [await run(kc1, "print(6 * 7)"), await run(kc2, "print(6 * 8)")] == [
                 "42\n", "48\n"]
             assert {p.pid for p in psutil.Process(one.zygote).children()} >= {one.pid, two.pid}
+            draw = "import random, numpy; print(random.random(), numpy.random.random())"
+            assert await run(kc1, draw) != await run(kc2, draw)  # seeded again in each child
         finally:
             await stop(km1, kc1)
             await stop(km2, kc2)
