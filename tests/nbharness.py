@@ -233,6 +233,19 @@ class Exercises:
         return Verdict(f"{self.notebook} exercise {n}", label, outcome, printed, error)
 
 
+def core_path(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` without its ``## Going further`` cells (from the cell whose id is ``going-further``,
+    after the exercises): what a test that is not about those cells runs. They carry no grade
+    id (checked here), so nbgrader, which tracks only cells with one, accepts the rest as a
+    submission; they are the slow live runs, which the chapter tests and the mirror run."""
+    ids = [cell.get("id") for cell in nb.cells]
+    if "going-further" in ids:
+        rest = nb.cells[ids.index("going-further"):]
+        assert not any("nbgrader" in cell.metadata for cell in rest), "a graded cell in Going further"
+        nb.cells = nb.cells[:ids.index("going-further")]
+    return nb
+
+
 def check_cell_ids(nb: nbformat.NotebookNode) -> list[str]:
     """The ids of a notebook's autograded check cells (written answers are graded by hand)."""
     return [c.id for c in nb.cells if c.cell_type == "code"

@@ -27,20 +27,11 @@ from fixtures.make_fixtures import fill
 from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _nbgrader, _solutions
 
 from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
+from nbharness import core_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
 STUDENT = "alice"
-
-
-def _graded_part(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` without its going-further cells (from the cell whose id is ``going-further``)."""
-    ids = [cell.get("id") for cell in nb.cells]
-    if "going-further" in ids:
-        rest = nb.cells[ids.index("going-further"):]
-        assert not any("nbgrader" in cell.metadata for cell in rest), "a graded cell in Going further"
-        nb.cells = nb.cells[:ids.index("going-further")]
-    return nb
 
 
 def _instructor(chapter: str) -> nbformat.NotebookNode:
@@ -63,7 +54,7 @@ def course(tmp_path_factory):
             answers["ex2-solution"] = FITTED_TO_THE_VISIBLE_ASSERT
         folder = course / "submitted" / STUDENT / chapter
         folder.mkdir(parents=True)
-        nbformat.write(_graded_part(fill(release, answers)), folder / f"{chapter}.ipynb")
+        nbformat.write(core_path(fill(release, answers)), folder / f"{chapter}.ipynb")
     for chapter in CHAPTERS:
         _nbgrader(course, "autograde", chapter, "--force")
         _nbgrader(course, "generate_feedback", chapter, "--force")
