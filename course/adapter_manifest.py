@@ -3,7 +3,9 @@
 Imports nothing of the course (the loader, :mod:`course.models`, and the doctor import it), so
 checking an adapter never loads a model, the agents or the trainer.
 :func:`check_adapter`: the manifest is readable, names the base model, and every adapter file is
-present with the sha256 the manifest records.
+present with the sha256 the manifest records. :func:`wrap_with_adapter` is the one place a model
+gets the adapter (the loader's ``bundled+tools``, chapter 07's ``load_with_adapter``): the check,
+then PEFT (imported only then).
 
 Not handled: several adapters at once, adapters for other base models.
 """
@@ -17,15 +19,15 @@ from typing import Any
 
 __all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "STEP_TOKENS",
            "AdapterError", "adapter_dir", "adapter_label", "check_adapter", "read_manifest",
-           "sha256_file"]
+           "sha256_file", "wrap_with_adapter"]
 
 ADAPTERS_DIR = Path(__file__).resolve().parent / "data" / "adapters"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+DEFAULT_ADAPTER = "smollm2-tools"
 STEP_TOKENS = 160
 """Cap on one agent step's new tokens for base + adapter (its held-out evaluation and chapters
 02-03's live runs; the longest trained output, a fixed script, is about 110 tokens)."""
-
 
 
 def sha256_file(path: Path) -> str:
@@ -35,9 +37,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-DEFAULT_ADAPTER = "smollm2-tools"
 
 
 def adapter_label(name: str = DEFAULT_ADAPTER) -> str:
@@ -94,3 +93,14 @@ def check_adapter(folder: Path | None = None) -> dict[str, Any]:
             raise AdapterError(f"adapter file {path} does not match the sha256 its manifest "
                                f"records (changed or damaged). {_FIX}")
     return manifest
+
+
+def wrap_with_adapter(model: Any, folder: Path | None = None) -> Any:
+    """``model`` (the bundled base, a transformers model) with the adapter in ``folder`` (default
+    the course's), checked first (:func:`check_adapter`; AdapterError when it fails), unmerged
+    (nothing writes into the base weights), in eval mode: a ``PeftModel``."""
+    from peft import PeftModel
+
+    folder = Path(folder) if folder is not None else adapter_dir()
+    check_adapter(folder)
+    return PeftModel.from_pretrained(model, str(folder)).eval()

@@ -349,15 +349,12 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
         tokenizer.pad_token = tokenizer.eos_token
     local = LocalModel(model, tokenizer, choice, source, time.perf_counter() - start)
     if choice.with_adapter:  # bundled+tools: the base wrapped by PEFT with the checked adapter
-        from peft import PeftModel
-
-        from course.adapter_manifest import AdapterError, adapter_dir, check_adapter
+        from course.adapter_manifest import AdapterError, wrap_with_adapter
 
         try:
-            check_adapter(adapter_dir())
+            local.model = model = wrap_with_adapter(model)
         except AdapterError as err:
             raise CourseSettingError(f"{MODEL_SETTING}={choice.value!r}: {err}") from None
-        local.model = model = PeftModel.from_pretrained(model, str(adapter_dir())).eval()
         local.load_seconds = time.perf_counter() - start
     # In a Jupyter kernel on glibc: after each cell that ran this model, what its forward passes
     # freed goes back to the system (seven kernels open at once, issue 27)

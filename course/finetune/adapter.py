@@ -25,20 +25,18 @@ from course.adapter_manifest import (
     adapter_label,
     check_adapter,
     read_manifest,
+    wrap_with_adapter,
 )
 from course.finetune.train import fresh_base
 
 __all__ = ["DEFAULT_ADAPTER", "AdapterError", "adapter_dir", "adapter_label", "check_adapter",
            "fresh_base", "load_with_adapter", "read_manifest"]
 
-def load_with_adapter(folder: Path | None = None, base: Any = None) -> Any:
-    """The bundled model with the adapter in ``folder`` (checked first), as a ``LocalModel``."""
-    from peft import PeftModel
 
-    folder = Path(folder) if folder is not None else adapter_dir()
-    check_adapter(folder)
+def load_with_adapter(folder: Path | None = None, base: Any = None) -> Any:
+    """The bundled model with the adapter in ``folder`` (checked first), as a ``LocalModel``:
+    ``base`` (default a :func:`fresh_base`) with its model wrapped (:func:`wrap_with_adapter`,
+    as the loader does for ``bundled+tools``)."""
     base = base or fresh_base()
-    model = PeftModel.from_pretrained(base.model, str(folder))
-    model.eval()
-    base.model = model
+    base.model = wrap_with_adapter(base.model, folder)
     return base
