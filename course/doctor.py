@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from course.models import PREPARE_COMMAND
 from course.settings import (
     MODEL_SETTING,
     CourseSettingError,
@@ -138,7 +139,7 @@ def _gpu() -> Check:
     return Check("GPU", True, f"{seen}: models load on the {where.device} in {where.dtype}")
 
 
-PREPARE = "python -m course prepare"
+PREPARE = PREPARE_COMMAND  # the loader's fix text and the doctor's say the same command
 
 
 def _model() -> Check:
@@ -165,7 +166,7 @@ def _model() -> Check:
             return Check(
                 "model", False,
                 f"{choice.describe()}: GGUF at {gguf}, but {what} at {converted} ({problem})."
-                " Fix: run `python -m course prepare` (or `make assets`); it converts again.",
+                f" Fix: run `{PREPARE}` (or `make assets`); it converts again.",
             )
         from course.assets import manifest_groups
         from course.models import model_folder_problem
@@ -221,12 +222,12 @@ def _cache() -> Check:
     if not manifest.is_file():
         return Check("cache manifest", True, f"none yet at {manifest} (a cache prepared before "
                      "manifests existed): the files were checked by their format only; "
-                     "`python -m course prepare` writes one, then their hashes are checked too")
+                     f"`{PREPARE}` writes one, then their hashes are checked too")
     wrong = manifest_problems()
     if wrong:
         more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
         return Check("cache manifest", False, "; ".join(wrong[:3]) + more +
-                     ". Fix: run `python -m course prepare`; it replaces what the manifest flags.")
+                     f". Fix: run `{PREPARE}`; it replaces what the manifest flags.")
     return Check("cache manifest", True, f"every prepared file matches {manifest}")
 
 
@@ -264,7 +265,7 @@ def _gpt2() -> Check:
         get_tokenizer.cache_clear()
     if count != 2:
         return Check("GPT-2 tokenizer", False, f"LangChain's fallback counts {count} tokens in "
-                     "'Hello world', not 2. Fix: run `python -m course prepare`.")
+                     f"'Hello world', not 2. Fix: run `{PREPARE}`.")
     return Check("GPT-2 tokenizer", True, "'Hello world' -> [15496, 995]; LangChain's fallback counts 2")
 
 
