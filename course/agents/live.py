@@ -26,7 +26,7 @@ adapter (``course/data/adapters/smollm2-tools``, issue 28), whatever the setting
 manifest checks (:func:`tuned_unavailable` says why not; :func:`tuned_skip_reason` also skips
 them in chapters run with another model): up to 2 steps (the fewest in which a run can search,
 then draw and answer), each ending at its first complete code block or after the held-out
-evaluation's cap of 160 new tokens (:mod:`course.finetune.evaluate`), reusing one kept prefix
+evaluation's cap of 160 new tokens (:data:`course.adapter_manifest.STEP_TOKENS`), reusing one kept prefix
 cache across the three tasks.
 
 Not handled: the real web search and image model (the offline tools stand in; see
@@ -306,7 +306,7 @@ TUNED_STEPS = 2
 draw and answer (its held-out evaluation allows 3; a step took 11-33 s on the shared 2-core
 CPU, measured)."""
 
-_TUNED: dict[int, Any] = {}  # max_new_tokens -> the base + adapter's smolagents model, kept
+_TUNED: dict[tuple[int, bool], Any] = {}  # (max_new_tokens, first_block) -> the model, kept
 
 
 def tuned_label() -> str:
@@ -363,12 +363,12 @@ def run_live_tuned(name: str, plan: LivePlan | None = None) -> LiveRun:
     problem = tuned_unavailable()
     if problem:
         raise RuntimeError(f"the fine-tuned model cannot run: {problem}")
-    model = _TUNED.get(plan.max_new_tokens)
+    model = _TUNED.get((plan.max_new_tokens, plan.first_block))
     if model is None:
         from course.models import load_local_model
 
         choice = parse_model_setting(BUNDLED_TOOLS)
         model = smolagents_model(choice, max_new_tokens=plan.max_new_tokens)
         model = prefix_reusing(model, PrefixCache(load_local_model(choice)), plan.first_block)
-        _TUNED[plan.max_new_tokens] = model
+        _TUNED[(plan.max_new_tokens, plan.first_block)] = model
     return run_live(name, plan, model=model, model_id=tuned_label())
