@@ -647,11 +647,10 @@ def fork_kernel(cmd: list[str], env: dict[str, str], cwd: str,
         raise ZygoteError(f"no zygote: {type(exc).__name__}: {exc}") from exc
     opened: list[int] = []
     try:
-        stdin = os.open(os.devnull, os.O_RDONLY) if stdio[0] is None else _stdio_fd(
-            stdio[0], 0, opened)
-        if stdio[0] is None:
-            opened.append(stdin)
-        fds = [stdin, _stdio_fd(stdio[1], 1, opened), _stdio_fd(stdio[2], 2, opened)]
+        # no stdin given: the null device (never the Jupyter server's own stdin)
+        stdin = subprocess.DEVNULL if stdio[0] is None else stdio[0]
+        fds = [_stdio_fd(stdin, 0, opened), _stdio_fd(stdio[1], 1, opened),
+               _stdio_fd(stdio[2], 2, opened)]
         conn.settimeout(REPLY_TIMEOUT_S)
         env = {**env, "JPY_PARENT_PID": str(os.getpid())}  # as jupyter_client's launch_kernel
         _send_message(conn, {"args": cmd[3:], "env": env, "cwd": os.path.abspath(cwd)}, fds)
