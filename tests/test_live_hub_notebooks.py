@@ -21,12 +21,9 @@ import pytest
 from course.assets import converted_model_dir
 from course.grading import student_edition
 from live_models import HUB_ID, write_hub_cache
-from nbharness import NOTEBOOKS, check_cell_ids, run_notebook
+from nbharness import MATRIX_NAMES, NOTEBOOKS, check_cell_ids, run_notebook
 
-# 07 trains and runs the bundled model whatever COURSE_MODEL says (LoRA needs the weights in
-# the kernel), so a model setting changes nothing there; leaving it out keeps CI in budget.
-NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
-               if not p.name.startswith("07_"))
+NAMES = MATRIX_NAMES  # every chapter but 07 (nbharness says why)
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 

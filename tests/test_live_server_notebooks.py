@@ -14,12 +14,9 @@ import pytest
 
 from course.assets import converted_model_dir
 from live_models import ServedModel
-from nbharness import NOTEBOOKS, run_notebook
+from nbharness import MATRIX_NAMES, NOTEBOOKS, run_notebook
 
-# 07 trains and runs the bundled model whatever COURSE_MODEL says (LoRA needs the weights in
-# the kernel), so a model setting changes nothing there; leaving it out keeps CI in budget.
-NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
-               if not p.name.startswith("07_"))
+NAMES = MATRIX_NAMES  # every chapter but 07 (nbharness says why)
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 

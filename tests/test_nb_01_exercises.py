@@ -26,6 +26,17 @@ def test_the_instructor_solution_passes(n):
     assert verdict.passed, verdict
 
 
+# Exercise 4's wrong graphs: a student's whole cell up to the edges out of 'agent', where they differ.
+GRAPH_START = (
+    "from langgraph.graph import END, START, MessagesState, StateGraph\n"
+    "from langgraph.prebuilt import ToolNode, tools_condition\n"
+    "def build_tool_graph(tools, model):\n"
+    "    bound = model.bind_tools(list(tools))\n"
+    "    g = StateGraph(MessagesState)\n"
+    "    g.add_node('agent', lambda s: {'messages': [bound.invoke(s['messages'])]})\n"
+    "    g.add_node('tools', ToolNode(list(tools)))\n"
+    "    g.add_edge(START, 'agent')\n")
+
 WRONG = {
     1: {
         "always valid": "def check_reply(text, registry):\n    return 'valid'\n",
@@ -73,25 +84,11 @@ WRONG = {
     },
     4: {
         "no way back from the tools": (
-            "from langgraph.graph import END, START, MessagesState, StateGraph\n"
-            "from langgraph.prebuilt import ToolNode, tools_condition\n"
-            "def build_tool_graph(tools, model):\n"
-            "    bound = model.bind_tools(list(tools))\n"
-            "    g = StateGraph(MessagesState)\n"
-            "    g.add_node('agent', lambda s: {'messages': [bound.invoke(s['messages'])]})\n"
-            "    g.add_node('tools', ToolNode(list(tools)))\n"
-            "    g.add_edge(START, 'agent')\n"
+            GRAPH_START +
             "    g.add_conditional_edges('agent', tools_condition)\n"
             "    return g.compile()\n"),
         "always through the tools": (
-            "from langgraph.graph import END, START, MessagesState, StateGraph\n"
-            "from langgraph.prebuilt import ToolNode, tools_condition\n"
-            "def build_tool_graph(tools, model):\n"
-            "    bound = model.bind_tools(list(tools))\n"
-            "    g = StateGraph(MessagesState)\n"
-            "    g.add_node('agent', lambda s: {'messages': [bound.invoke(s['messages'])]})\n"
-            "    g.add_node('tools', ToolNode(list(tools)))\n"
-            "    g.add_edge(START, 'agent')\n"
+            GRAPH_START +
             "    g.add_edge('agent', 'tools')\n"
             "    g.add_edge('tools', END)\n"
             "    return g.compile()\n"),
