@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -99,14 +100,13 @@ CONFIGS = {  # name: (label, prelude cells, forked kernels)
                "kernelspec)", [], True),
 }
 LAB_KERNELS = ROOT / "lab"  # JUPYTER_PATH of the forked configuration: lab/kernels/python3
-_ZYGOTES: list[str] = []  # this run's own runtime folder (made on first use)
 
 
+@functools.cache
 def zygote_dir() -> str:
-    """The runtime folder of this run's zygote (private, made once)."""
-    if not _ZYGOTES:
-        _ZYGOTES.append(tempfile.mkdtemp(prefix="kernel-memory-zygotes-"))
-    return _ZYGOTES[0]
+    """The runtime folder of this run's zygote (private, made on first use, once)."""
+    return tempfile.mkdtemp(prefix="kernel-memory-zygotes-")
+
 
 MASKS = [  # what differs from run to run: measured times a cell prints, and object addresses
     (re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?= ?(?:s|ms|seconds?|tokens/s)\b)"), "<seconds>"),

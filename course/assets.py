@@ -23,7 +23,7 @@ Two things the notebooks need cannot come from a model hub on a machine without 
    ``dashscope`` wheel, fetched like the others) read with tiktoken and Qwen's split pattern:
    a single differing token id on the reference texts is an error, never a silent count.
 
-The the data packages (:data:`DATA_PACKAGES`) are fetched by ``prepare`` with pip from the
+The data packages (:data:`DATA_PACKAGES`) are fetched by ``prepare`` with pip from the
 package index pip is configured for, hash-checked, and only their one data file is kept in the
 course cache: nothing is installed, so ``pip install`` of the workbook plus
 ``python -m course prepare`` is the whole set-up on Colab or without ``make``.
