@@ -90,6 +90,21 @@ class ExecutedNotebook:
             for cell in self.cells(key) for out in cell.get("outputs", [])
         )
 
+    def records(self, key: str) -> list:
+        """The values of the records the cell(s) displayed (:data:`course.records.RECORD_MIME`),
+        one JSON object per displayed record, in output order: what a test reads instead of
+        matching printed prose."""
+        from course.records import RECORD_MIME
+
+        return [out["data"][RECORD_MIME] for cell in self.cells(key)
+                for out in cell.get("outputs", []) if RECORD_MIME in out.get("data", {})]
+
+    def record(self, key: str) -> dict:
+        """The one record the cell(s) displayed (an error if there are none or several)."""
+        found = self.records(key)
+        assert len(found) == 1, f"{self.name}: cell {key!r} displayed {len(found)} records, not 1"
+        return found[0]
+
     def all_text(self) -> str:
         return "\n".join(self.text(c.id) for c in self.nb.cells if c.cell_type == "code")
 
@@ -271,3 +286,44 @@ def notebook_text(path) -> str:
     import nbformat
 
     return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+
+
+# A lesson as a student meets it: what comes before its quiz and exercises.
+MAX_CELLS = 45
+MAX_WORDS = 2500
+WORDS_PER_MINUTE = 200      # prose, read with care
+CODE_LINES_PER_MINUTE = 10  # code, read and run
+
+
+@dataclass(frozen=True)
+class LessonSize:
+    """A lesson's size before its exercises, and its reading time by the one rule: prose at
+    ``WORDS_PER_MINUTE``, code at ``CODE_LINES_PER_MINUTE`` (read and run), rounded up to 5 min."""
+
+    name: str
+    cells: int
+    words: int
+    code_lines: int
+
+    @property
+    def minutes(self) -> int:
+        raw = self.words / WORDS_PER_MINUTE + self.code_lines / CODE_LINES_PER_MINUTE
+        return max(5, -(-int(raw + 0.999) // 5) * 5)
+
+
+def core_cells(nb: nbformat.NotebookNode) -> list:
+    """The cells before the first ``## Quiz`` or ``## Exercises`` heading."""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and re.search(r"(?im)^#+\s*(exercises?|quiz)\b",
+                                                      cell.source):
+            return nb.cells[:i]
+    return list(nb.cells)
+
+
+def lesson_size(path: Path) -> LessonSize:
+    """``path``'s cells, prose words and code lines before its exercises."""
+    cells = core_cells(nbformat.read(path, as_version=4))
+    words = sum(len(c.source.split()) for c in cells if c.cell_type == "markdown")
+    code = sum(1 for c in cells if c.cell_type == "code"
+               for line in c.source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    return LessonSize(path.name, len(cells), words, code)

@@ -1,9 +1,12 @@
 """Rules every notebook follows. Committed notebooks hold no outputs (CI makes them fresh)."""
 
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from nbharness import MAX_CELLS, MAX_WORDS, lesson_size
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -53,7 +56,7 @@ def test_every_chapter_has_the_shape_of_a_lesson(path):
     ids = [c.get("id") for c in nb.cells]
     assert ids[1:2] == ["goals"], f"{path.name}: cell 2 must be the 'goals' cell, got {ids[1:2]}"
     goals = nb.cells[1].source
-    for part in ("**Learning goals.**", "**Prerequisites.**", "**Time on a laptop.**"):
+    for part in ("**Learning goals.**", "**Prerequisites.**", "**Time.**"):
         assert part in goals, f"{path.name}: the goals cell lacks {part}"
     summary = _heading_index(nb, "## Summary")
     exercises = _heading_index(nb, "## Exercises")
@@ -73,3 +76,35 @@ def test_every_chapter_has_the_shape_of_a_lesson(path):
     if further is not None:
         assert ids[further] == "going-further" and further > exercises, (
             f"{path.name}: '## Going further' comes after the exercises, in cell 'going-further'")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_lesson_fits_one_sitting(path):
+    """At most 45 cells and 2,500 words of prose before the quiz and exercises."""
+    size = lesson_size(path)
+    assert size.cells <= MAX_CELLS and size.words <= MAX_WORDS, size
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_time_is_one_line_by_the_one_rule(path):
+    """The goals cell gives the time in one line, ``**Time.** About N minutes ...``, with N the
+    reading time of the one rule (nbharness.LessonSize.minutes), and no other words on run time."""
+    goals = nbformat.read(path, as_version=4).cells[1].source
+    lines = [line for line in goals.splitlines() if "**Time.**" in line]
+    assert len(lines) == 1, f"{path.name}: the time takes {len(lines)} lines of the goals cell"
+    said = re.search(r"\*\*Time\.\*\* About (\d+) minutes", lines[0])
+    assert said, f"{path.name}: the time line reads {lines[0]!r}, not '**Time.** About N minutes ...'"
+    assert int(said.group(1)) == lesson_size(path).minutes, (path.name, lesson_size(path).minutes)
+
+
+ENGINEERS_NOTES = re.compile(
+    r"(?i)\bissue \d+|tests/test_\w+|test_\w+\.py|load average|torch threads?|time on a laptop"
+    r"|\bcells? `[a-z0-9][a-z0-9-]*`")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_cells_speak_to_the_student(path):
+    """No issue numbers, test files, machine load or cell ids in what a student reads."""
+    found = [(cell.get("id"), m.group(0)) for cell in nbformat.read(path, as_version=4).cells
+             for m in [ENGINEERS_NOTES.search(cell.source)] if m]
+    assert not found, f"{path.name}: engineers' notes in the student's cells: {found}"

@@ -1,0 +1,56 @@
+"""Records that show themselves to a person and say their values to a machine.
+
+A record a lesson displays (a trim decision, a run's summary, a check's verdict) keeps its
+readable text (``__str__`` / ``_repr_pretty_`` / ``_repr_html_``) for the student, and adds one
+more output beside it: a JSON object under the vendor MIME type :data:`RECORD_MIME`. JupyterLab,
+Colab and nbconvert do not render that type, so the student sees only the text; a test or a
+grader reads the values from it instead of matching printed prose::
+
+    @dataclass
+    class Kept(Record):
+        kept: int
+        tokens: int
+
+    Kept(4, 32)          # the cell's last expression: text for the student, JSON for the tests
+
+This module does not decide what a record shows: :meth:`Record.record` is
+:func:`dataclasses.asdict` made JSON-safe, and a class overrides it to choose its fields. A
+record that is only ``print``-ed has no output bundle, so nothing machine-readable: display it
+(the cell's last expression, or ``display(x)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+RECORD_MIME = "application/vnd.course.record+json"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every part JSON can hold as it is, and ``str()`` of the rest."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [json_safe(v) for v in items]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+class Record:
+    """Mixin for a dataclass a lesson displays: adds its values under :data:`RECORD_MIME`."""
+
+    def record(self) -> dict[str, Any]:
+        """The values a machine reads: the dataclass's fields, JSON-safe."""
+        return json_safe(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # IPython adds text/plain and text/html from the other _repr_ methods itself.
+        data = self.record()
+        json.dumps(data)  # a record that JSON cannot hold is a bug here, not in a test later
+        return {RECORD_MIME: data}
