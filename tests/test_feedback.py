@@ -40,6 +40,8 @@ def _instructor(chapter: str) -> nbformat.NotebookNode:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
+    """The nbgrader course, every chapter assigned and submitted; a chapter is autograded when a
+    test first asks for it (``graded``), so ``-k <chapter>`` grades that chapter alone."""
     import shutil
 
     course = tmp_path_factory.mktemp("nbgrader-feedback")
@@ -55,14 +57,24 @@ def course(tmp_path_factory):
         folder = course / "submitted" / STUDENT / chapter
         folder.mkdir(parents=True)
         nbformat.write(core_path(fill(release, answers)), folder / f"{chapter}.ipynb")
-    for chapter in CHAPTERS:
+    return course
+
+
+_GRADED: set[str] = set()
+
+
+def graded(course: Path, chapter: str) -> Path:
+    """``course`` with ``chapter`` autograded and its feedback generated (once per module)."""
+    if chapter not in _GRADED:
         _nbgrader(course, "autograde", chapter, "--force")
         _nbgrader(course, "generate_feedback", chapter, "--force")
+        _GRADED.add(chapter)
     return course
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_nbgrader_feedback_holds_no_hidden_test(course, chapter):
+    graded(course, chapter)
     pages = sorted((course / "feedback" / STUDENT / chapter).glob("*.html"))
     assert [p.name for p in pages] == [f"{chapter}.html"]
     assert leaked_hidden_tests(_instructor(chapter), course / "feedback" / STUDENT / chapter) == {}
@@ -71,6 +83,7 @@ def test_nbgrader_feedback_holds_no_hidden_test(course, chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_hand_back_holds_no_hidden_test(course, chapter, tmp_path):
+    graded(course, chapter)
     executed = course / "autograded" / STUDENT / chapter / f"{chapter}.ipynb"
     instructor = _instructor(chapter)
     assert leaked_hidden_tests(instructor, executed), "the graded notebook runs the hidden tests"
@@ -82,6 +95,7 @@ def test_hand_back_holds_no_hidden_test(course, chapter, tmp_path):
 
 
 def test_a_failed_hidden_test_keeps_its_verdict_not_its_source(course):
+    graded(course, "03_agent_loop")
     page = (course / "feedback" / STUDENT / "03_agent_loop" / "03_agent_loop.html").read_text()
     assert "[try again] Exercise 2: token_budget_for" in page
     assert "CheckFailed" in page
