@@ -7,6 +7,11 @@ label: ``recorded`` when the source published it (a quoted reply, or a reply the
 describes, kept as a description and never as invented text). :meth:`RecordedConversation.beside`
 puts what the active model answers here (``measured``) next to them, each row labelled.
 
+The trimming app's saved state, as the original notebook read it back after its one turn (thread
+``abc123``, language Spanish, the user's "Hi! I'm Bob." and an assistant message of 205
+characters that starts with the whole rendered prompt), ships beside it in
+``trimming_app_state.json`` and loads with :func:`original_trimming_state`, labelled recorded.
+
 Not handled: running Qwen2 (it is not available offline), or judging whether a live reply is
 right; the rows only put the two side by side.
 """
@@ -20,11 +25,14 @@ from functools import cache
 from pathlib import Path
 
 from course.agents.traces import RECORDINGS_DIR
+from course.records import Record
 
-__all__ = ["QWEN2_MEMORY_FILE", "RecordedConversation", "RecordedLine", "SideBySide",
+__all__ = ["QWEN2_MEMORY_FILE", "TRIMMING_APP_STATE_FILE", "RecordedConversation", "RecordedLine",
+           "SideBySide", "StoredState", "original_trimming_state",
            "qwen2_memory"]
 
 QWEN2_MEMORY_FILE = RECORDINGS_DIR / "memory" / "qwen2_memory.json"
+TRIMMING_APP_STATE_FILE = RECORDINGS_DIR / "memory" / "trimming_app_state.json"
 LABELS = ("recorded", "reconstructed")
 
 
@@ -140,3 +148,32 @@ def _load(path: Path) -> RecordedConversation:
 def qwen2_memory() -> RecordedConversation:
     """The published Qwen2-0.5B-Instruct replies of the memory notebook (loaded once)."""
     return _load(QWEN2_MEMORY_FILE)
+
+
+@dataclass(frozen=True)
+class StoredState(Record):
+    """A conversation's saved state as a source published it: its thread, its ``language``
+    field and its messages as ``(type, content)`` pairs (``"human"``, ``"ai"``)."""
+
+    thread_id: str
+    language: str
+    messages: tuple[tuple[str, str], ...]
+    model: str
+    source: str
+    label: str
+
+    def __str__(self) -> str:
+        lines = [f"[{self.label}, {self.model.split('/')[-1]}] thread {self.thread_id!r}, "
+                 f"language {self.language!r}"]
+        lines += [f"  {kind} ({len(content)} characters): {content!r}"
+                  for kind, content in self.messages]
+        return "\n".join(lines)
+
+
+@cache
+def original_trimming_state() -> StoredState:
+    """The trimming app's state after its one turn, as the original notebook read it back."""
+    data = json.loads(TRIMMING_APP_STATE_FILE.read_text(encoding="utf-8"))
+    return StoredState(data["thread_id"], data["language"],
+                       tuple((m["type"], m["content"]) for m in data["messages"]),
+                       data["model"], data["source"], data["label"])
