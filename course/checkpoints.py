@@ -17,21 +17,27 @@ second writer wait instead (an OS lock per thread, released when its process die
 Also here: reading a database that may be read-only (no WAL set-up, no table created),
 :func:`prune_checkpoints` (the checkpoints of a thread grow with the square of its turns: each
 one stores the whole state), and errors that name the path and the fix for a file that is not
-a checkpoint database.
+a checkpoint database, or one that is damaged (SQLite's integrity check runs when a file is
+opened, before anything is appended: :class:`DatabaseDamagedError`).
 
 What a database is made of. The checkpointer runs SQLite in WAL mode: ``memory.sqlite`` holds
 the checkpoints written up to the last WAL checkpoint, and ``memory.sqlite-wal`` (with its index
 ``memory.sqlite-shm``) holds the turns written since. The three files are one database: copy or
 move them together (with no writer running), or run ``PRAGMA wal_checkpoint(TRUNCATE)`` first
-(:func:`checkpoint_wal`); a copy of ``memory.sqlite`` alone loses the latest turns.
+(:func:`checkpoint_wal`); a copy of ``memory.sqlite`` alone loses the latest turns. The saver
+folds the WAL into the main file when it is opened and when it is closed
+(:meth:`GuardedSqliteSaver.close`); a writer that crashed (killed, out of memory) never
+closed, so the turns it wrote since then live in ``memory.sqlite-wal`` until the file is opened
+again with :func:`sqlite_checkpointer` (or :func:`checkpoint_wal` runs).
 
 Locks. Another process writing the same file holds SQLite's write lock; a write here waits for
 it at most :data:`LOCK_WAIT_S` seconds, then raises :class:`DatabaseLockedError`, which names
 the file, the processes that have it open (read from ``/proc`` on Linux) and the fix. A locked
 database is a good database: it is never reported as "not a SQLite database".
 
-``':memory:'`` keeps the checkpoints in this connection only: nothing persists, and
-:func:`sqlite_checkpointer` warns once (LangGraph's ``MemorySaver`` is the in-memory choice).
+``':memory:'`` would keep the checkpoints in this connection only, so nothing would persist:
+:func:`sqlite_checkpointer` refuses it (LangGraph's ``MemorySaver`` is the in-memory choice). A
+thread id must be text that can be stored (UTF-8): one holding a lone surrogate is refused.
 
 Not handled: a new input sent on an explicit older checkpoint (it looks exactly like a
 conflict: fork with ``update_state`` first), locks on Windows (:func:`thread_lock` uses POSIX
@@ -55,10 +61,12 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 __all__ = [
     "LOCK_WAIT_S",
     "CheckpointStoreError",
+    "DatabaseDamagedError",
     "DatabaseLockedError",
     "GuardedSqliteSaver",
     "ThreadConflictError",
     "checkpoint_wal",
+    "close_saver",
     "database_bytes",
     "prune_checkpoints",
     "sqlite_checkpointer",
@@ -83,8 +91,6 @@ LOCK_WAIT_S = 5.0
 WAL_NOTE = ("memory.sqlite-wal and memory.sqlite-shm beside the file belong to the database: copy "
             "them together, or checkpoint first (course.checkpoints.checkpoint_wal)")
 
-_MEMORY_WARNED = False
-
 _LOCAL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -101,11 +107,59 @@ class DatabaseLockedError(CheckpointStoreError):
     """Another process held the database's write lock for longer than LOCK_WAIT_S."""
 
 
+class DatabaseDamagedError(CheckpointStoreError):
+    """SQLite's integrity check fails on the file: nothing is appended to it."""
+
+
 def _is_lock_error(err: BaseException) -> bool:
     if not isinstance(err, sqlite3.OperationalError):
         return False
     name = getattr(err, "sqlite_errorname", "") or ""
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(err)
+
+
+def _is_damage_error(err: BaseException) -> bool:
+    """A SQLite error that means the file's pages are damaged (not a lock, not a bad query)."""
+    if not isinstance(err, sqlite3.DatabaseError) or _is_lock_error(err):
+        return False
+    name = getattr(err, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(err)
+
+
+def _damaged_error(path: Path | str | None, detail: str) -> DatabaseDamagedError:
+    where = path or "the checkpoint database"
+    first = next((line for line in detail.splitlines() if not line.startswith("***")), "?")[:200]
+    return DatabaseDamagedError(
+        f"{where} is damaged (SQLite's integrity check: {first}); nothing was written to it. "
+        "Fix: restore a copy of the file (with its -wal file, if it has one), or give the "
+        "checkpointer a new file name to start a new store; keep the damaged file, "
+        f"`sqlite3 {where} .recover` may rescue its turns.")
+
+
+def _check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise :class:`DatabaseDamagedError` unless SQLite's integrity check passes."""
+    try:
+        rows = conn.execute("PRAGMA integrity_check(3)").fetchall()
+    except sqlite3.DatabaseError as err:
+        if _is_lock_error(err):
+            raise _locked_error(path, err) from err
+        raise _damaged_error(path, str(err)) from err
+    problems = [str(row[0]) for row in rows if row[0] != "ok"]
+    if problems:
+        raise _damaged_error(path, problems[0])
+
+
+def _fold_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA wal_checkpoint(TRUNCATE)`` without waiting: while another connection writes or
+    reads, SQLite copies what it can into the main file (as PASSIVE) and the rest stays in the
+    -wal file, which is never lost (see the module docstring)."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:  # locked or damaged: the -wal file keeps the turns
+        pass
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
 
 
 def _holders(path: Path) -> list[str]:
@@ -145,13 +199,32 @@ def _locked_error(path: Path | str | None, err: BaseException) -> DatabaseLocked
 
 
 def thread_config(thread_id: str) -> dict:
-    """The config that selects a conversation: ``{"configurable": {"thread_id": ...}}``."""
+    """The config that selects a conversation: ``{"configurable": {"thread_id": ...}}``.
+
+    The id must be non-empty text that can be stored (UTF-8): a lone surrogate is refused.
+    """
     if not isinstance(thread_id, str) or not thread_id.strip():
         raise ValueError(
             f"thread_id must be a non-empty string, got {thread_id!r}. Fix: name the "
             "conversation, e.g. thread_config('abc123')."
         )
+    try:
+        thread_id.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"thread_id {thread_id[:80]!r} is not valid Unicode text: it holds a lone surrogate "
+            f"({thread_id[err.start]!r} at position {err.start}), which cannot be stored. Fix: "
+            "name the conversation with ordinary text, e.g. thread_config('abc123'); a name "
+            "read from bytes should be decoded with errors='replace'."
+        ) from None
     return {"configurable": {"thread_id": thread_id}}
+
+
+def _checked_thread(config: Any) -> None:
+    """Refuse a config whose thread id could not be stored (see :func:`thread_config`)."""
+    conf = (config or {}).get("configurable", {}) if isinstance(config, dict) else {}
+    if isinstance(conf.get("thread_id"), str):
+        thread_config(conf["thread_id"])
 
 
 class GuardedSqliteSaver(SqliteSaver):
@@ -174,10 +247,12 @@ class GuardedSqliteSaver(SqliteSaver):
             self.conn.execute("PRAGMA busy_timeout = 100")
         try:
             yield
-        except sqlite3.OperationalError as err:
+        except sqlite3.DatabaseError as err:
             if _is_lock_error(err):
                 self._fail_fast_until = time.monotonic() + LOCK_WAIT_S
                 raise _locked_error(self.path, err) from err
+            if _is_damage_error(err):
+                raise _damaged_error(self.path, str(err)) from err
             raise
         finally:
             if fast:
@@ -197,7 +272,20 @@ class GuardedSqliteSaver(SqliteSaver):
                     self.conn.commit()
                 cur.close()
 
+    def close(self) -> None:
+        """Close the saver's connection after folding its WAL in: :func:`close_saver`."""
+        close_saver(self)
+
+    def get_tuple(self, config: dict) -> Any:
+        _checked_thread(config)
+        return super().get_tuple(config)
+
+    def put_writes(self, config: dict, writes: Any, task_id: str, task_path: str = "") -> None:
+        _checked_thread(config)
+        return super().put_writes(config, writes, task_id, task_path)
+
     def put(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> dict:
+        _checked_thread(config)
         if (metadata or {}).get("source") not in CONTINUING_SOURCES:
             return super().put(config, checkpoint, metadata, new_versions)
         conf = config["configurable"]
@@ -295,10 +383,16 @@ def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
     move the three together, or call :func:`checkpoint_wal` first; ``path`` alone may lack the
     latest turns. A write waits at most :data:`LOCK_WAIT_S` s for another process's lock, then
     raises :class:`DatabaseLockedError` naming the file and the processes holding it.
-    ``':memory:'`` persists nothing (a warning says so once): use ``MemorySaver`` for that.
+    The file must pass SQLite's integrity check (else :class:`DatabaseDamagedError`, and
+    nothing is written), and the WAL a crashed writer left is folded into it on opening.
+    ``':memory:'`` is refused (nothing would persist): use ``MemorySaver`` for that.
     """
-    if str(path) == ":memory:":
-        _warn_memory()
+    if str(path).strip() == ":memory:":
+        raise CheckpointStoreError(
+            "sqlite_checkpointer(':memory:') would keep the checkpoints in this connection only: "
+            "nothing would persist past the process (or another checkpointer). Fix: give a file "
+            "name such as 'memory.sqlite' to keep the conversation, or use LangGraph's "
+            "MemorySaver (langgraph.checkpoint.memory) for an in-memory one.")
     path = Path(path)
     if path.is_dir():
         raise CheckpointStoreError(f"{path} is a folder; give a file name like memory.sqlite")
@@ -308,8 +402,10 @@ def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
     try:
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=LOCK_WAIT_S)
         _check_tables(conn, path)
+        _check_intact(conn, path)
         saver = (GuardedSqliteSaver if guard else SqliteSaver)(conn)
         saver.setup()
+        _fold_wal(conn)  # the turns a crashed writer left in the -wal file
     except sqlite3.Error as err:
         if _is_lock_error(err):
             raise _locked_error(path, err) from err
@@ -321,17 +417,14 @@ def sqlite_checkpointer(path: str | Path, *, read_only: bool = False,
     return saver
 
 
-def _warn_memory() -> None:
-    global _MEMORY_WARNED
-    if _MEMORY_WARNED:
-        return
-    _MEMORY_WARNED = True
-    import warnings
-
-    warnings.warn("sqlite_checkpointer(':memory:') keeps the checkpoints in this connection only: "
-                  "nothing persists past the process (or another checkpointer). Fix: give a file "
-                  "name such as 'memory.sqlite' to keep the conversation, or use LangGraph's "
-                  "MemorySaver for an in-memory one.", UserWarning, stacklevel=3)
+def close_saver(saver: SqliteSaver) -> None:
+    """Fold the WAL into the main file, then close the saver's connection (the end of a
+    conversation). Afterwards the ``.sqlite`` file alone holds every turn written through it,
+    unless another connection was reading or writing at that moment (its turns then stay in
+    the -wal file, and the last connection to close folds them in)."""
+    with saver.lock:
+        _fold_wal(saver.conn)
+        saver.conn.close()
 
 
 def checkpoint_wal(path: str | Path) -> None:
@@ -367,6 +460,7 @@ def _read_only_saver(path: Path) -> SqliteSaver:
         try:
             conn = sqlite3.connect(uri + query, uri=True, check_same_thread=False)
             has_tables = _check_tables(conn, path)
+            _check_intact(conn, path)
             break
         except sqlite3.OperationalError as err:
             last = err

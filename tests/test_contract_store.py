@@ -1,12 +1,15 @@
 """Issue 26, the conversation store: a lock held by another process is waited for with a bound
 and reported as a course error naming the file, the holder and the fix (never "not a SQLite
-database"); the -wal/-shm files are said to belong to the database; ':memory:' warns once."""
+database"); the -wal/-shm files are said to belong to the database; ':memory:' is refused (nothing
+would persist); a damaged file is never appended to; a thread id that cannot be stored is refused
+by name; the turns a crashed writer left in the -wal file are folded in when the file is opened."""
 
 import sqlite3
 import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -15,13 +18,15 @@ import course.checkpoints as checkpoints
 from course.checkpoints import (
     LOCK_WAIT_S,
     CheckpointStoreError,
+    DatabaseDamagedError,
     DatabaseLockedError,
     checkpoint_wal,
     sqlite_checkpointer,
     thread_config,
+    thread_lock,
 )
 from course.memory.chat_graph import build_chat_graph, saved_messages
-from course.memory.store import ScriptedEcho
+from course.memory.store import ScriptedEcho, read_thread_from_file
 
 HOLDER = """
 import sqlite3, sys
@@ -135,19 +140,182 @@ def test_checkpoint_wal_makes_the_main_file_alone_complete(tmp_path):
 
 
 @pytest.mark.contract("data loss")
-def test_memory_database_warns_once(monkeypatch):
-    monkeypatch.setattr(checkpoints, "_MEMORY_WARNED", False)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        sqlite_checkpointer(":memory:")
-        sqlite_checkpointer(":memory:")
-    said = [w for w in seen if "persists" in str(w.message)]
-    assert len(said) == 1 and "MemorySaver" in str(said[0].message)
+@pytest.mark.parametrize("path", [":memory:", " :memory: "])
+def test_a_memory_database_is_refused_naming_the_fix(path):
+    with pytest.raises(CheckpointStoreError) as err:
+        sqlite_checkpointer(path)
+    text = str(err.value)
+    assert "nothing would persist" in text and "MemorySaver" in text and "memory.sqlite" in text
 
 
 @pytest.mark.contract("wrong result")
-def test_a_file_database_does_not_warn(tmp_path, monkeypatch):
-    monkeypatch.setattr(checkpoints, "_MEMORY_WARNED", False)
+def test_a_file_database_does_not_warn(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        sqlite_checkpointer(tmp_path / "m.sqlite")
+        sqlite_checkpointer(tmp_path / "m.sqlite").close()
+
+
+# --- a damaged file is never appended to ----------------------------------------------------
+
+def _appends_despite_damage(path) -> bool:
+    """True when SQLite's integrity check fails on ``path`` but a plain INSERT still works:
+    the damage an append would hide."""
+    conn = sqlite3.connect(path)
+    try:
+        if conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok":
+            return False
+        conn.execute("INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id) "
+                     "VALUES ('probe', '', 'probe')")
+        conn.rollback()
+        return True
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
+def _damaged_store(tmp_path):
+    """A store of six long turns with one page overwritten such that SQLite can still append to
+    it (the damage is in a page an append does not read) while its integrity check fails."""
+    db = tmp_path / "memory.sqlite"
+    saver = sqlite_checkpointer(db)
+    app = build_chat_graph(ScriptedEcho(), checkpointer=saver)
+    for i in range(6):
+        app.invoke({"messages": [HumanMessage(f"turn {i} " + "x" * 3000)]}, thread_config("t"))
+    saver.close()
+    good = db.read_bytes()
+    trial = tmp_path / "trial.sqlite"
+    for page in range(2, len(good) // 4096):
+        data = bytearray(good)
+        data[4096 * (page - 1) + 8:4096 * (page - 1) + 200] = b"\xff" * 192
+        trial.write_bytes(bytes(data))
+        if _appends_despite_damage(trial):
+            db.write_bytes(bytes(data))
+            return db
+    raise AssertionError("no page whose damage SQLite appends past")
+
+
+def _check_damaged_message(text: str, db) -> None:
+    assert str(db) in text and "damaged" in text and "integrity check" in text
+    assert "nothing was written" in text
+    assert "Fix:" in text and "restore a copy" in text and "new file name" in text
+
+
+@pytest.mark.contract("data loss")
+def test_a_damaged_file_is_not_appended_to(tmp_path):
+    db = _damaged_store(tmp_path)
+    before = db.read_bytes()
+    with pytest.raises(DatabaseDamagedError) as err:
+        sqlite_checkpointer(db)
+    _check_damaged_message(str(err.value), db)
+    assert db.read_bytes() == before
+    with pytest.raises(DatabaseDamagedError):
+        sqlite_checkpointer(db, guard=False)
+    with pytest.raises(DatabaseDamagedError):
+        sqlite_checkpointer(db, read_only=True)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.contract("raw crash")
+@pytest.mark.parametrize("command", [["append", "t", "w", "1"], ["read", "t"]])
+def test_the_store_command_line_on_a_damaged_file_says_so_in_one_line(tmp_path, command):
+    db = _damaged_store(tmp_path)
+    before = db.read_bytes()
+    verb, *rest = command
+    proc = subprocess.run([sys.executable, "-m", "course.memory.store", verb, str(db), *rest],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    _check_damaged_message(proc.stderr, db)
+    assert db.read_bytes() == before
+
+
+# --- a thread id that is not valid Unicode --------------------------------------------------
+
+LONE_SURROGATES = ["\ud800", "abc\udc80", "\udfff-thread"]
+
+
+def _check_surrogate_message(text: str) -> None:
+    assert "not valid Unicode" in text and "lone surrogate" in text
+    assert "Fix:" in text and "thread_config('abc123')" in text
+
+
+@pytest.mark.contract("raw crash")
+@pytest.mark.parametrize("thread_id", LONE_SURROGATES)
+def test_a_lone_surrogate_thread_id_is_refused_in_the_store(tmp_path, thread_id):
+    db = tmp_path / "memory.sqlite"
+    with pytest.raises(ValueError) as err:
+        thread_config(thread_id)
+    _check_surrogate_message(str(err.value))
+    saver = sqlite_checkpointer(db)
+    app = build_chat_graph(ScriptedEcho(), checkpointer=saver)
+    raw_config = {"configurable": {"thread_id": thread_id}}  # built by hand, not thread_config
+    with pytest.raises(ValueError) as err:
+        app.invoke({"messages": [HumanMessage("hi")]}, raw_config)
+    _check_surrogate_message(str(err.value))
+    with pytest.raises(ValueError):
+        read_thread_from_file(db, thread_id)
+
+
+@pytest.mark.contract("raw crash")
+@pytest.mark.parametrize("thread_id", LONE_SURROGATES)
+def test_a_lone_surrogate_thread_id_is_refused_by_the_thread_lock(tmp_path, thread_id):
+    with pytest.raises(ValueError) as err, thread_lock(tmp_path / "memory.sqlite", thread_id):
+        pass
+    _check_surrogate_message(str(err.value))
+    assert not (tmp_path / "memory.sqlite.locks").exists()
+
+
+# --- the turns a crashed writer left in the -wal file ---------------------------------------
+
+CRASHING_WRITER = """
+import os, sys
+from langchain_core.messages import HumanMessage
+from course.checkpoints import sqlite_checkpointer, thread_config
+from course.memory.chat_graph import build_chat_graph
+from course.memory.store import ScriptedEcho
+saver = sqlite_checkpointer(sys.argv[1])
+saver.conn.execute("PRAGMA wal_autocheckpoint = 0")  # every turn stays in the -wal file
+app = build_chat_graph(ScriptedEcho(), checkpointer=saver)
+for i in range(4):
+    app.invoke({"messages": [HumanMessage(f"turn {i}")]}, thread_config("t"))
+os._exit(0)  # a crash: no close, no checkpoint
+"""
+
+
+def _copy_without_wal(db, name):
+    copy = db.with_name(name)
+    copy.write_bytes(db.read_bytes())
+    return [m["content"] for m in read_thread_from_file(copy, "t") if m["type"] == "human"]
+
+
+@pytest.mark.contract("data loss")
+def test_a_crashed_writers_turns_are_folded_in_when_the_file_is_opened_again(tmp_path):
+    db = tmp_path / "memory.sqlite"
+    subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(db)], check=True, timeout=60)
+    assert Path(f"{db}-wal").stat().st_size > 0  # the crash left its turns in the -wal file
+    assert _copy_without_wal(db, "early.sqlite") != [f"turn {i}" for i in range(4)]
+    sqlite_checkpointer(db).close()  # opening (and closing) the store folds them in
+    assert _copy_without_wal(db, "late.sqlite") == [f"turn {i}" for i in range(4)]
+
+
+@pytest.mark.contract("data loss")
+def test_closing_the_saver_leaves_the_main_file_complete(tmp_path):
+    db = tmp_path / "memory.sqlite"
+    saver = sqlite_checkpointer(db)
+    saver.conn.execute("PRAGMA wal_autocheckpoint = 0")
+    app = build_chat_graph(ScriptedEcho(), checkpointer=saver)
+    for i in range(3):
+        app.invoke({"messages": [HumanMessage(f"turn {i}")]}, thread_config("t"))
+    other = sqlite3.connect(db)  # another reader keeps the -wal file alive past the close
+    other.execute("SELECT count(*) FROM checkpoints").fetchone()
+    saver.close()
+    assert _copy_without_wal(db, "copy.sqlite") == ["turn 0", "turn 1", "turn 2"]
+    other.close()
+
+
+@pytest.mark.contract("data loss")
+def test_the_docstrings_say_where_a_crashed_writers_turns_live():
+    assert "crashed" in checkpoints.__doc__ and "memory.sqlite-wal" in checkpoints.__doc__
+    assert "folded" in sqlite_checkpointer.__doc__

@@ -32,7 +32,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from course.checkpoints import (
+    CheckpointStoreError,
     ThreadConflictError,
+    close_saver,
     database_bytes,
     prune_checkpoints,
     sqlite_checkpointer,
@@ -176,7 +178,7 @@ def append_turns(path: str | Path, thread_id: str, writer: str, turns: int, mode
             if echo:
                 print("committed", text, flush=True)
     finally:
-        saver.conn.close()
+        close_saver(saver)
     return report
 
 
@@ -309,6 +311,30 @@ def measure_growth(turn_counts: Sequence[int] = (5, 10, 20, 40),
     return GrowthTable(rows, message_chars)
 
 
+def _whole_number(text: str) -> int:
+    """argparse type: a whole number of turns, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of turns: give a whole "
+                                         "number, at least 1, e.g. 3")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """argparse type: seconds, 0 or more (and at most a minute)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a delay: give seconds between 0 "
+                                         "and 60, e.g. 0.002")
+    return value
+
+
 def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.memory.store")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -319,17 +345,20 @@ def _main(argv: list[str]) -> int:
     append.add_argument("db")
     append.add_argument("thread")
     append.add_argument("writer")
-    append.add_argument("turns", type=int)
+    append.add_argument("turns", type=_whole_number)
     group = append.add_mutually_exclusive_group()
     group.add_argument("--unguarded", action="store_const", dest="mode", const="unguarded")
     group.add_argument("--locked", action="store_const", dest="mode", const="locked")
-    append.add_argument("--delay", type=float, default=0.002)
+    append.add_argument("--delay", type=_seconds, default=0.002)
     args = parser.parse_args(argv)
-    if args.command == "read":
-        print(json.dumps(read_thread_from_file(args.db, args.thread), ensure_ascii=False))
-        return 0
-    append_turns(args.db, args.thread, args.writer, args.turns, args.mode or "guarded",
-                 args.delay, echo=True)
+    try:
+        if args.command == "read":
+            print(json.dumps(read_thread_from_file(args.db, args.thread), ensure_ascii=False))
+            return 0
+        append_turns(args.db, args.thread, args.writer, args.turns, args.mode or "guarded",
+                     args.delay, echo=True)
+    except (CheckpointStoreError, ValueError, TimeoutError) as err:  # names the file, the fix
+        parser.exit(2, f"{parser.prog} {args.command}: {err}\n")
     return 0
 
 
