@@ -6,8 +6,10 @@ second, so the file ends in seconds."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from collections.abc import Mapping
 
 import pytest
 
@@ -239,3 +241,71 @@ def test_a_subject_that_is_not_a_string_is_a_clear_error(subject):
 def test_grants_keyed_by_a_non_string_subject_are_refused():
     with pytest.raises(TypeError, match="not a string"):
         ToolGateway(_registry(), {("agent",): {"read"}})
+
+
+# ------------------------------------------- arguments the door cannot read, numbers it cannot show
+
+
+class _UnreadableArguments(Mapping):
+    """A mapping whose iteration raises (a buggy or hostile caller's object)."""
+
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __iter__(self):
+        raise RuntimeError("iteration refused")
+
+    def __len__(self):
+        return 1
+
+
+@pytest.mark.contract("raw crash")
+@pytest.mark.parametrize("door", ["registry", "gateway"])
+def test_arguments_whose_iteration_raises_are_a_refusal_not_an_exception(door):
+    reg = _registry()
+    if door == "registry":
+        result = reg.execute("transfer", _UnreadableArguments())
+    else:
+        gw = ToolGateway(reg, {"agent": {"read", "critical"}})
+        result = gw.execute("transfer", _UnreadableArguments(), subject="agent")
+        assert gw.audit.records[-1].status == "invalid_arguments"
+    assert result.status == "invalid_arguments" and not result.is_bug
+    assert "could not be read" in result.content and "iteration refused" in result.content
+    assert "plain JSON object" in result.content  # the fix
+    assert result.value is None  # nothing ran
+
+
+@pytest.mark.contract("unclear error")
+@pytest.mark.parametrize("arguments, where", [
+    ({"amount": 10 ** 5000}, "'amount'"),
+    ({"amount": -(10 ** 4400)}, "'amount'"),
+])
+def test_an_integer_beyond_pythons_digit_limit_is_a_refusal_naming_the_limit(arguments, where):
+    result = _registry().execute("transfer", arguments)
+    assert result.status == "invalid_arguments" and not result.is_bug, result.content
+    limit = str(sys.get_int_max_str_digits())
+    assert where in result.content and limit in result.content
+    assert "sys.get_int_max_str_digits" in result.content and "smaller number" in result.content
+
+
+@pytest.mark.contract("wrong result")
+def test_an_integer_within_the_limit_still_runs():
+    result = _registry().execute("transfer", {"amount": 10 ** 20}, confirmed_by="human:dana")
+    assert result.ok and result.content == f"moved {10 ** 20}"
+
+
+@pytest.mark.contract("unclear error")
+@pytest.mark.parametrize("classes", ["read", "critical", b"read", 5, None])
+def test_grants_given_as_a_string_are_refused_saying_grants_are_a_set(classes):
+    with pytest.raises(TypeError) as err:
+        ToolGateway(_registry(), {"agent": classes})
+    text = str(err.value)
+    assert "'agent'" in text and "set of risk class names" in text
+    example = classes if classes in ("read", "critical") else "read"
+    assert f"grants={{'agent': {{'{example}'}}}}" in text  # the fix, with the set written out
+
+
+@pytest.mark.contract("unclear error")
+def test_grants_that_are_not_a_mapping_are_refused():
+    with pytest.raises(TypeError, match="map each subject to a set of risk class names"):
+        ToolGateway(_registry(), {"read"})

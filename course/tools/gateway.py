@@ -34,6 +34,7 @@ from course.tools.registry import (
     ToolResult,
     ToolStatus,
     _arguments_record,
+    _read_arguments,
 )
 
 __all__ = ["CONFIRM_TIMEOUT", "POLICY_TIMEOUT", "AuditLog", "AuditRecord",
@@ -291,11 +292,24 @@ class ToolGateway:
         self.confirm = confirm
         self.approver = approver
         self.policies = list(policies)
-        self.grants = {subject: set(classes) for subject, classes in grants.items()}
-        for subject, classes in self.grants.items():
+        if not isinstance(grants, Mapping):
+            raise TypeError(f"grants must map each subject to a set of risk class names, got "
+                            f"{type(grants).__name__} {grants!r:.80}; fix: "
+                            'grants={"agent:support": {"read"}}')
+        for subject, classes in grants.items():
             if not isinstance(subject, str):
                 raise TypeError(f"grants name a subject {subject!r} that is not a string; fix: "
                                 'grants={"agent:support": {"read"}}')
+            if isinstance(classes, (str, bytes)) or not isinstance(classes, Iterable):
+                example = classes if classes in RISK_CLASSES else "read"
+                split = " (a string is not split into names)" if isinstance(
+                    classes, (str, bytes)) else ""
+                raise TypeError(
+                    f"grants for {subject!r} is {type(classes).__name__} {classes!r:.80}, but "
+                    f"grants are a set of risk class names per subject{split}; fix: "
+                    f"grants={{{subject!r}: {{{example!r}}}}}")
+        self.grants = {subject: set(classes) for subject, classes in grants.items()}
+        for subject, classes in self.grants.items():
             bad = classes - set(RISK_CLASSES)
             if bad:
                 raise ValueError(f"grants for {subject!r} name unknown risk classes {sorted(bad)}")
@@ -326,8 +340,9 @@ class ToolGateway:
             raise TypeError(f"subject must be a string such as 'agent:support', got "
                             f"{type(subject).__name__} {subject!r}; fix: "
                             f"execute(..., subject={_subject_hint(subject)!r})")
+        arguments, unreadable = _read_arguments(name, arguments)  # read once, never raises
         args_record = _arguments_record(arguments)
-        admitted = self.registry.admit(name, arguments)
+        admitted = unreadable or self.registry.admit(name, arguments)
         if isinstance(admitted, ToolResult):
             risk = self.registry.spec(name).risk if name in self.registry else "?"
             return self._record(subject, admitted.tool, risk, args_record, "refused", admitted)

@@ -30,6 +30,7 @@ import contextvars
 import inspect
 import json
 import re
+import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
@@ -256,6 +257,47 @@ def _depth(value: Any, limit: int = _MAX_DEPTH) -> int:
         elif isinstance(item, (list, tuple)):
             stack.extend((v, depth + 1) for v in item)
     return deepest
+
+
+def _huge_integer(value: Any, limit: int = _MAX_DEPTH) -> str | None:
+    """Where ``value`` holds an integer with more digits than Python turns into text
+    (``sys.get_int_max_str_digits()``): its path (``'amount'``, ``'items/0'``), else None."""
+    digits = sys.get_int_max_str_digits()
+    if not digits:
+        return None
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10 ** digits:
+            return where or "(the arguments)"
+        if depth < limit and isinstance(item, Mapping):
+            stack.extend((v, f"{where}/{k}" if where else str(k), depth + 1)
+                         for k, v in item.items())
+        elif depth < limit and isinstance(item, (list, tuple)):
+            stack.extend((v, f"{where}/{i}" if where else str(i), depth + 1)
+                         for i, v in enumerate(item))
+    return None
+
+
+def _read_arguments(name: Any, arguments: Any) -> tuple[Any, ToolResult | None]:
+    """The arguments read once into a plain dict (what the door checks is what runs), or the
+    refusal when reading them raises (a mapping whose iteration fails)."""
+    if arguments is None or not isinstance(arguments, Mapping):
+        return ({} if arguments is None else arguments), None
+    try:
+        return dict(arguments), None
+    except Exception as err:  # a hostile or broken mapping: refused, never raised
+        tool = name if isinstance(name, str) else repr(name)[:80]
+        try:
+            why = f"{type(err).__name__}: {err}"[:200]
+        except Exception:  # an exception whose __str__ raises
+            why = type(err).__name__
+        problems = (f"the arguments could not be read ({why}); send them as a plain JSON "
+                    "object of names and values")
+        return {}, ToolResult(tool, {"_raw": type(arguments).__name__},
+                              ToolStatus.INVALID_ARGUMENTS,
+                              REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
+                                  tool=tool, problems=problems))
 
 
 def schema_from_function(fn: Callable[..., Any]) -> tuple[str, str, dict[str, Any]]:
@@ -506,6 +548,13 @@ class ToolRegistry:
             raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
                 tool=name, problems=f"arguments nested deeper than {_MAX_DEPTH} levels"),
                 ToolStatus.INVALID_ARGUMENTS, name)
+        huge = _huge_integer(arguments)
+        if huge is not None:
+            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
+                tool=name, problems=f"'{huge}' is an integer of more than "
+                f"{sys.get_int_max_str_digits()} digits, Python's limit for an integer as text "
+                "(sys.get_int_max_str_digits()); send a smaller number, or the digits as a "
+                "string"), ToolStatus.INVALID_ARGUMENTS, name)
         size = len(_to_content(arguments))
         if size > spec.max_argument_chars:
             raise ToolError(REFUSALS[ToolStatus.OVERSIZED_ARGUMENTS].format(
@@ -536,7 +585,9 @@ class ToolRegistry:
         own between the door and the run (the gateway): it then runs the call with
         :meth:`run`, and the door checks each call once.
         """
-        arguments = {} if arguments is None else arguments
+        arguments, unreadable = _read_arguments(name, arguments)
+        if unreadable is not None:
+            return unreadable
         try:
             return self.check(name, arguments)
         except ToolError as err:
@@ -579,6 +630,9 @@ class ToolRegistry:
         confirmation runs only with ``confirmed_by`` (who confirmed it: the gateway passes the
         human's name after asking); without it the bare registry refuses, since nobody was asked.
         """
+        arguments, unreadable = _read_arguments(name, arguments)
+        if unreadable is not None:
+            return unreadable
         admitted = self.admit(name, arguments)
         if isinstance(admitted, ToolResult):
             return admitted
