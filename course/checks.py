@@ -48,9 +48,11 @@ def check(title: str) -> Iterator[None]:
     """Run the assertions of one exercise and print a verdict a student can act on."""
     try:
         yield
-    except NotImplementedError:
+    except NotImplementedError as err:
         _record("not yet done")
-        print(f"[not yet done] {title}: fill in the function above, then run this cell again.")
+        # The stub says nothing; a check that knows what is missing (the quiz) says it.
+        todo = str(err) or "fill in the function above"
+        print(f"[not yet done] {title}: {todo}, then run this cell again.")
         if grading():
             raise
         return

@@ -1,6 +1,6 @@
-"""A chapter's short quiz: multiple-choice questions, answered in a widget or in code, auto-graded.
+"""A chapter's short quiz: multiple-choice questions, answered once in a widget, auto-graded.
 
-A quiz is written once, in a locked cell of its chapter::
+A quiz is written once, in a locked cell of its chapter, and shown as a widget::
 
     quiz = Quiz("01", [
         Question("q1", "The model names a tool the registry does not hold. What comes back?",
@@ -8,15 +8,14 @@ A quiz is written once, in a locked cell of its chapter::
                   "c": "nothing: the call is dropped"},
                  key="5a0c3e9d1b2f", why="The door refuses and says why (section 3)."),
     ])
-    quiz.show()          # the widget: radio buttons, *Check*, a verdict and the why per question
+    QuizWidget(quiz)     # widgets.quiz: radio buttons, *Check*, a verdict and the why per question
 
-and graded from the student's answers in an nbgrader cell::
+Each click is saved at once in a small file beside the notebook (``quiz_01.json``,
+:meth:`Quiz.answers_path`), so the choices survive a kernel restart and travel with the
+notebook when it is handed in. The locked, graded cell reads them from there::
 
-    def my_answers() -> dict[str, str]:  # the student's cell (a solution cell: the stub raises
-        return {"q1": "b"}               # NotImplementedError, read as "not yet done")
-
-    with check("Quiz"):                  # the locked, graded cell
-        quiz.check(my_answers())
+    with check("Quiz"):
+        quiz.check_saved()   # nothing chosen yet reads "not yet done"
 
 The right answer is stored only as a short salted hash (:func:`answer_key`), so the cell a
 student reads does not show it; the explanation (``why``) is shown once a question is answered.
@@ -25,14 +24,18 @@ choices is refused when the quiz is built, so a typo cannot make a question unan
 
 Not handled: partial credit (the graded cell is all or nothing, as nbgrader scores a cell), free
 text answers (chapters grade those by hand), keeping a determined student from trying every
-letter: the quiz is a self-check, worth one point.
+letter or writing the file by hand: the quiz is a self-check, worth one point.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 __all__ = ["Question", "Quiz", "QuizResult", "answer_key"]
 
@@ -141,16 +144,59 @@ class Quiz:
         assert result.passed, result.summary()
         return result
 
+    def answers_path(self, folder: str | os.PathLike[str] | None = None) -> Path:
+        """Where the widget saves this quiz's choices: ``quiz_<chapter>.json`` in ``folder``
+        (default: the working folder, which is the notebook's in Jupyter and under nbgrader)."""
+        return Path(folder if folder is not None else ".") / f"quiz_{self.chapter}.json"
+
+    def save(self, answers: Mapping[str, str | None],
+             folder: str | os.PathLike[str] | None = None) -> Path:
+        """Save ``answers`` ({question id: letter or None}) beside the notebook, whole or not
+        at all (a temporary file renamed over the old one)."""
+        self.score(answers)  # ids and letters the quiz lacks are refused before anything is written
+        path = self.answers_path(folder)
+        data = {"quiz": self.chapter, "answers": {q.id: answers.get(q.id) for q in self.questions}}
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.",
+                                         delete=False, encoding="utf-8") as tmp:
+            json.dump(data, tmp, indent=1)
+        os.replace(tmp.name, path)
+        return path
+
+    def saved(self, folder: str | os.PathLike[str] | None = None) -> dict[str, str | None]:
+        """The choices saved beside the notebook ({} when none are)."""
+        path = self.answers_path(folder)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise AssertionError(f"{path} cannot be read ({err}); delete it and answer the quiz "
+                                 "again in the widget") from None
+        answers = data.get("answers") if isinstance(data, dict) else None
+        if not isinstance(answers, dict) or data.get("quiz") != self.chapter:
+            raise AssertionError(f"{path} does not hold this quiz's answers; delete it and answer "
+                                 "the quiz again in the widget")
+        return answers
+
+    def check_saved(self, folder: str | os.PathLike[str] | None = None) -> QuizResult:
+        """Grade the choices saved by the widget; none at all is "not yet done"."""
+        answers = self.saved(folder)
+        if not any(answers.values()):
+            raise NotImplementedError("answer the quiz in the widget above (your choices are "
+                                      f"saved in {self.answers_path(folder).name} beside the "
+                                      "notebook)")
+        return self.check(answers)
+
     def show(self):
-        """The quiz as a widget (``widgets.quiz.QuizWidget``): make it the cell's last line."""
+        """The quiz as a widget (``widgets.quiz.QuizWidget``)."""
         from widgets.quiz import QuizWidget
 
         return QuizWidget(self)
 
     def text(self) -> str:
         """The questions and choices as plain text (what a front end without widgets shows)."""
-        lines = [f"Quiz ({len(self.questions)} questions): answer in the widget, then in "
-                 "my_answers below."]
+        lines = [f"Quiz ({len(self.questions)} questions): answer in the widget; your choices "
+                 f"are saved in {self.answers_path().name} and graded below."]
         for q in self.questions:
             lines.append(f"{q.id}. {q.text}")
             lines.extend(f"   {letter}) {choice}" for letter, choice in q.choices.items())

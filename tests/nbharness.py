@@ -327,3 +327,19 @@ def lesson_size(path: Path) -> LessonSize:
     code = sum(1 for c in cells if c.cell_type == "code"
                for line in c.source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
     return LessonSize(path.name, len(cells), words, code)
+
+
+def hand_in_quiz(chapter: str, folder: Path, owner: str | None = None) -> Path | None:
+    """Put the instructor's quiz choices for ``chapter`` (``NN_name``) in a submission ``folder``,
+    as a student who clicked the right answers in the widget leaves them beside the notebook
+    (``quiz_NN.json``); ``owner`` makes it that user's file. None when the chapter has none."""
+    import shutil
+
+    saved = NOTEBOOKS / f"quiz_{chapter[:2]}.json"
+    if not saved.exists():
+        return None
+    target = Path(folder) / saved.name
+    shutil.copy(saved, target)
+    if owner is not None:
+        shutil.chown(target, owner, owner)
+    return target

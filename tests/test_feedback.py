@@ -27,7 +27,7 @@ from fixtures.make_fixtures import fill
 from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _nbgrader, _solutions
 
 from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
-from nbharness import core_path
+from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
@@ -57,6 +57,7 @@ def course(tmp_path_factory):
         folder = course / "submitted" / STUDENT / chapter
         folder.mkdir(parents=True)
         nbformat.write(core_path(fill(release, answers)), folder / f"{chapter}.ipynb")
+        hand_in_quiz(chapter, folder)
     return course
 
 

@@ -27,6 +27,7 @@ import pytest
 from fixtures.make_fixtures import RIGHT, WRONG_ANSWERS, fill
 
 from course.grading import ResourceLimits, grade_class
+from nbharness import hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
@@ -105,6 +106,8 @@ def chapter_course(tmp_path_factory):
         folder = course / "submitted" / student / CHAPTER
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{CHAPTER}.ipynb")
+        if student != "untouched":
+            hand_in_quiz(CHAPTER, folder)  # the quiz clicked right in the widget
     _nbgrader(course, "autograde", CHAPTER, "--force")
     _nbgrader(course, "export", "--to", str(course / "grades.csv"))
     return course

@@ -1,9 +1,11 @@
-"""The chapter quiz: keys hide the answer, a bad key is refused, the widget and check() agree."""
+"""The chapter quiz: keys hide the answer, a bad key is refused, the widget saves every click beside
+the notebook and the graded cell grades what was saved."""
 
 import pytest
 
 from course.checks import check
 from course.quiz import Question, Quiz, answer_key
+from widgets.quiz import QuizWidget
 
 
 def make_quiz() -> Quiz:
@@ -61,14 +63,44 @@ def test_graded_cell_verdicts(capsys, monkeypatch):
             quiz.check({})
 
 
-def test_widget_marks_what_was_clicked_and_gives_the_graded_cell_its_answers():
-    widget = make_quiz().show()
+def test_widget_marks_what_was_clicked_and_saves_it_for_the_graded_cell(tmp_path):
+    widget = QuizWidget(make_quiz(), tmp_path)
     assert widget.answers == {"q1": None, "q2": None}
     widget.select({"q1": "a"})
     assert widget.check() == "0 of 2 right; wrong: q1; not answered: q2"
     assert widget.feedback_text() == "q1: not this one: 2 + 2 = 4."
+    assert make_quiz().saved(tmp_path) == {"q1": "a", "q2": None}  # saved at the click
     widget.select({"q1": "b", "q2": "a"})
     widget.check_button.click()
     assert widget.summary.value == "2 of 2 right"
-    assert make_quiz().check(widget.answers).passed
+    assert make_quiz().check_saved(tmp_path).passed
     assert "q2. Is a tool call a contract?" in widget.display_text()
+
+
+def test_a_new_widget_starts_from_the_saved_choices(tmp_path):
+    QuizWidget(make_quiz(), tmp_path).select({"q2": "b"})
+    assert QuizWidget(make_quiz(), tmp_path).answers == {"q1": None, "q2": "b"}
+
+
+def test_nothing_saved_reads_not_yet_done_and_grading_scores_it_zero(tmp_path, capsys, monkeypatch):
+    with check("Quiz"):
+        make_quiz().check_saved(tmp_path)
+    assert "[not yet done] Quiz: answer the quiz in the widget above" in capsys.readouterr().out
+    QuizWidget(make_quiz(), tmp_path).select({"q1": "a"})
+    monkeypatch.setenv("COURSE_GRADING", "1")
+    with pytest.raises(AssertionError, match="0 of 2 right"):
+        with check("Quiz"):
+            make_quiz().check_saved(tmp_path)
+
+
+@pytest.mark.parametrize("content", ["not json", '{"quiz": "98", "answers": {"q1": "b"}}', "[1]"])
+def test_a_damaged_or_foreign_answers_file_says_which_file_and_the_fix(tmp_path, content):
+    (tmp_path / "quiz_99.json").write_text(content)
+    with pytest.raises(AssertionError, match=r"quiz_99\.json.*answer the quiz again in the widget"):
+        make_quiz().saved(tmp_path)
+
+
+def test_a_letter_the_quiz_lacks_is_never_saved(tmp_path):
+    with pytest.raises(AssertionError, match="'z' is not one of its choices"):
+        make_quiz().save({"q1": "z"}, tmp_path)
+    assert not (tmp_path / "quiz_99.json").exists()

@@ -1,22 +1,24 @@
 """A widget for a chapter's quiz: one set of radio buttons per question, *Check*, a verdict each.
 
-``quiz.show()`` (``course.quiz.Quiz``) returns a :class:`QuizWidget`. *Check* marks each
-answered question right or not, shows its explanation and a summary line; :attr:`answers` gives
-the letters chosen, as the dict the graded cell takes (``my_answers`` may return ``widget.answers``).
+``QuizWidget(quiz)`` shows a ``course.quiz.Quiz``. Every click is saved at once beside the
+notebook (``Quiz.save``), and a new widget starts from the choices saved there, so a kernel
+restart loses nothing and the graded cell (``quiz.check_saved()``) grades what was clicked.
+*Check* marks each answered question right or not, shows its explanation and a summary line.
 
 The view is plain methods (:meth:`select`, :meth:`check`, :meth:`feedback_text`) so it can be
-tested without a browser. Not handled: saving the choices in the notebook (widget state is not
-kept across a kernel restart; the letters written in ``my_answers`` are what is kept).
+tested without a browser. Not handled: a folder the kernel cannot write (the click still counts
+in the widget; the graded cell then finds nothing saved and says so).
 """
 
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Mapping
-from typing import Any
 
 import ipywidgets as w
 
+from course.quiz import Quiz
 from widgets import Displayed
 
 __all__ = ["QuizWidget"]
@@ -25,14 +27,18 @@ __all__ = ["QuizWidget"]
 class QuizWidget(Displayed, w.VBox):
     """Radio buttons per question, a *Check* button, and feedback under each question."""
 
-    def __init__(self, quiz: Any) -> None:  # a course.quiz.Quiz (not imported: no cycle)
+    def __init__(self, quiz: Quiz, folder: str | os.PathLike[str] | None = None) -> None:
         self.quiz = quiz
+        self.folder = folder
+        saved = quiz.saved(folder)
         self.buttons: dict[str, w.RadioButtons] = {}
         self.verdicts: dict[str, w.HTML] = {}
         rows: list[w.Widget] = []
         for q in quiz.questions:
             radio = w.RadioButtons(options=[(f"{k}) {v}", k) for k, v in q.choices.items()],
-                                   value=None, layout=w.Layout(width="auto"))
+                                   value=saved.get(q.id) if saved.get(q.id) in q.choices else None,
+                                   layout=w.Layout(width="auto"))
+            radio.observe(self._save, names="value")
             self.buttons[q.id] = radio
             self.verdicts[q.id] = w.HTML("")
             rows += [w.HTML(f"<b>{html.escape(q.id)}.</b> {html.escape(q.text)}"), radio,
@@ -41,6 +47,12 @@ class QuizWidget(Displayed, w.VBox):
         self.check_button.on_click(lambda _: self.check())
         self.summary = w.HTML("")
         super().__init__([*rows, w.HBox([self.check_button, self.summary])])
+
+    def _save(self, change: object = None) -> None:
+        try:
+            self.quiz.save(self.answers, self.folder)
+        except OSError as err:
+            self.summary.value = html.escape(f"your choice could not be saved: {err}")
 
     @property
     def answers(self) -> dict[str, str | None]:
