@@ -111,6 +111,24 @@ def _refuse_links(dest: Path, path: Path) -> None:
                 "a real file or folder (copy what it points to) and run this again")
 
 
+def _make_folder(path: Path, role: str) -> None:
+    """Make the folder ``path`` (and its parents); a file in the way is a
+    :class:`WorkspaceError` naming it and the fix (it is never moved or overwritten)."""
+    path = Path(path)
+    for folder in [*reversed(path.parents), path]:
+        if folder.exists() and not folder.is_dir():
+            raise WorkspaceError(
+                f"{folder} is a file, where {role} {path} needs a folder; nothing was changed. "
+                f"Fix: rename or move that file (the workbook never touches it), then run this "
+                "again" + (", or give another student folder with --dest"
+                           if role == "the student's folder" else ""))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WorkspaceError(f"cannot make {role} {path} ({err.strerror or err}). Fix: choose a "
+                             "folder you can write to, or ask for write permission") from err
+
+
 def _stamp(now: datetime | None = None) -> str:
     return (now or datetime.now()).strftime(STAMP)
 
@@ -120,6 +138,8 @@ def _load_manifest(dest: Path, notes: list[str], now: datetime | None = None) ->
     says so) and an empty one returned, so every notebook on disk counts as the student's."""
     path = dest / MANIFEST
     _refuse_links(dest, path)
+    if dest.exists():  # checked before anything is written, so a refusal changes nothing
+        _make_folder(path.parent, "the edition record's folder")
     if not path.exists():
         return {}
     try:
@@ -131,7 +151,7 @@ def _load_manifest(dest: Path, notes: list[str], now: datetime | None = None) ->
     except (OSError, UnicodeDecodeError, ValueError) as err:
         backup = _free_name(dest / BACKUP_DIR / f"manifest.{_stamp(now)}.json")
         _refuse_links(dest, backup)
-        backup.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(backup.parent, "the backups folder")
         shutil.move(path, backup)
         notes.append(f"{path} could not be read ({type(err).__name__}: {err}); it was moved to "
                      f"{backup} and rebuilt from the notebooks on disk: every notebook already "
@@ -142,7 +162,7 @@ def _load_manifest(dest: Path, notes: list[str], now: datetime | None = None) ->
 def _write_manifest(dest: Path, manifest: dict[str, str]) -> None:
     path = dest / MANIFEST
     _refuse_links(dest, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path.parent, "the edition record's folder")
     path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -257,7 +277,7 @@ def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
     source, dest = Path(source), Path(dest)
     if dest.resolve() == source.resolve():
         raise ValueError(f"the student's folder must not be the instructor folder {source}")
-    dest.mkdir(parents=True, exist_ok=True)
+    _make_folder(dest, "the student's folder")
     report = SyncReport(dest)
     manifest = _load_manifest(dest, report.notes, now)
     for path in _instructor_notebooks(source):
@@ -345,11 +365,15 @@ def _find_chapter(source: Path, chapter: str) -> Path:
     notebooks = _instructor_notebooks(source)
     for path in notebooks:
         number = path.stem.split("_", 1)[0]
+        # numbers compared as digits without leading zeros: "3" is "03" (no int(): a chapter
+        # argument of thousands of digits is just no chapter)
         if key in (path.stem, number) or (key.isdigit() and number.isdigit()
-                                          and int(key) == int(number)):
+                                          and key.lstrip("0") == number.lstrip("0")):
             return path
     names = ", ".join(p.stem for p in notebooks)
-    raise ValueError(f"no chapter {chapter!r}: choose one of {names} (e.g. CHAPTER=03)")
+    shown = repr(chapter) if len(chapter) <= 60 else (
+        f"{chapter[:40]!r}... ({len(chapter)} characters)")
+    raise ValueError(f"no chapter {shown}: choose one of {names} (e.g. CHAPTER=03)")
 
 
 def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
@@ -377,17 +401,17 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
             raise FileExistsError(f"{saved} exists already: try again in a second")
     notes: list[str] = []
     manifest = _load_manifest(dest, notes, now)
+    if target.exists() or beside.exists():  # before anything is copied or written
+        _make_folder(backup.parent, "the backups folder")
     if target.exists():
-        backup.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(target, backup)
     else:
         backup = None
     if beside.exists():
-        beside_backup.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(beside, beside_backup)
     else:
         beside_backup = None
-    dest.mkdir(parents=True, exist_ok=True)
+    _make_folder(dest, "the student's folder")
     nbformat.write(edition, target)
     if beside_backup is not None:
         beside.unlink()

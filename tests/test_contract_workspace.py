@@ -219,3 +219,78 @@ def test_a_linked_folder_in_the_student_copy_is_refused(folders, tmp_path, folde
         with pytest.raises(WorkspaceError, match="is a link"):
             sync_student_copy(source, dest)
     assert sorted((p.name, p.read_bytes()) for p in outside.iterdir()) == before
+
+
+# ------------------------------------------------- a file where a folder goes; a huge chapter name
+
+
+def _student_folder_is_a_file(source, dest):
+    dest.write_text("my notes\n")
+    return dest, ["sync"]
+
+
+def _student_folder_under_a_file(source, dest):
+    dest.write_text("my notes\n")
+    return dest, ["--dest", str(dest / "inner"), "sync"]
+
+
+def _backups_is_a_file(source, dest):
+    sync_student_copy(source, dest)
+    append_to_first_cell(dest / NB, "my answer")
+    (dest / "backups").write_text("my list of backups\n")
+    return dest / "backups", ["restore", "00"]
+
+
+def _edition_record_is_a_file(source, dest):
+    dest.mkdir()
+    (dest / ".edition").write_text("not a folder\n")
+    return dest / ".edition", ["sync"]
+
+
+FILE_IN_THE_WAY = {"student folder is a file": _student_folder_is_a_file,
+                   "student folder under a file": _student_folder_under_a_file,
+                   "backups is a file": _backups_is_a_file,
+                   ".edition is a file": _edition_record_is_a_file}
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    if folder.is_file():
+        return {folder.name: folder.read_bytes()}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.contract("unclear error")
+@pytest.mark.parametrize("case", FILE_IN_THE_WAY)
+def test_a_file_where_a_folder_goes_is_named_with_the_fix(folders, case, capsys):
+    source, dest = folders
+    in_the_way, command = FILE_IN_THE_WAY[case](source, dest)
+    before = _snapshot(dest)
+    args = command if command[0] == "--dest" else ["--dest", str(dest), *command]
+    assert main(["--source", str(source), *args]) == 2
+    err = capsys.readouterr().err
+    assert "FileExistsError" not in err and "Errno" not in err
+    assert f"{in_the_way} is a file" in err and "Fix: rename or move that file" in err
+    assert "nothing was changed" in err
+    assert _snapshot(dest) == before  # the file in the way and the student's notebooks as they were
+    with pytest.raises(WorkspaceError):
+        (restore_chapter("00", source, dest) if command[-1] == "00" else
+         sync_student_copy(source, Path(args[1]) if args[0] == "--dest" else dest))
+
+
+@pytest.mark.contract("unclear error")
+@pytest.mark.parametrize("chapter", ["1" * 5000, "0" * 4400 + "6", "x" * 10000])
+def test_a_chapter_argument_thousands_of_characters_long_is_no_chapter(folders, chapter, capsys):
+    source, dest = folders
+    sync_student_copy(source, dest)
+    before = _snapshot(dest)
+    expected_ok = chapter.lstrip("0") == "6"  # "000...06" is chapter 06, however many zeros
+    code = main(["--source", str(source), "--dest", str(dest), "restore", chapter])
+    err = capsys.readouterr().err
+    assert "integer string conversion" not in err and "Exceeds the limit" not in err
+    if expected_ok:
+        assert code == 0
+        return
+    assert code == 2 and "no chapter" in err and f"({len(chapter)} characters)" in err
+    assert "choose one of 00_start_here, 06_trimming" in err and len(err) < 400
+    assert _snapshot(dest) == before
