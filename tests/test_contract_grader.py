@@ -195,3 +195,57 @@ def test_a_real_run_with_a_formula_name_and_a_duplicate(tmp_path):
     (row,) = _rows(out)
     assert row["student"] == "'" + name and row["total"] == row["max"] == "5"
     assert "also submitted, not graded: old/practice.ipynb" in row["notes"]
+
+
+# --------------------------------------- every formula-leading student folder keeps its row
+
+
+LEADS = {"equals": "=dan", "plus": "+bob", "minus": "-alice", "at": "@carol"}
+
+
+@pytest.mark.contract("data loss")
+def test_every_formula_leading_student_gets_a_neutralised_row_in_a_real_run(tmp_path):
+    """The grader's own command line, kernels and CSV writer (no stand-in): four students whose
+    folders start with =, +, - and @, each with a row (never dropped), the name shown as text."""
+    submitted = tmp_path / "submitted"
+    for name in LEADS.values():
+        (submitted / name).mkdir(parents=True)
+        shutil.copy(HONEST, submitted / name / "practice.ipynb")
+    out = tmp_path / "scores.csv"
+    code = main(["grade", str(submitted), "--source", str(SOURCE.parent), "--out", str(out),
+                 "--no-sandbox", "--workers", "2", "--cell-timeout", "20"])
+    assert code == 0
+    rows = {row["student"]: row for row in _rows(out)}
+    assert sorted(rows) == sorted("'" + name for name in LEADS.values())
+    for row in rows.values():
+        assert row["total"] == row["max"] == "5"
+        assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values())
+
+
+@pytest.mark.contract("wrong result")
+def test_the_nbgrader_export_keeps_every_row_and_neutralises_formulas(tmp_path, monkeypatch):
+    """``nbgrader export`` through the course's plugin: a formula-leading id or name is shown as
+    text, a name holding a comma stays in its column, every submission has its row."""
+    import os
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    from course.grading.nbgrader_plugins import CSV_KEYS, SubmittedOnlyCsvExport
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    students = [*LEADS.values(), "eve, the second"]
+    out = tmp_path / "grades.csv"
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        gradebook.add_assignment("ch01")
+        for student in students:
+            gradebook.add_student(student, last_name='=HYPERLINK("x")', first_name="-1")
+            gradebook.add_submission("ch01", student)
+        SubmittedOnlyCsvExport(to=str(out)).export(gradebook)
+    rows = _rows(out)
+    assert list(rows[0]) == list(CSV_KEYS)
+    ids = sorted(row["student_id"] for row in rows)
+    assert ids == sorted(["'" + s for s in LEADS.values()] + ["eve, the second"])
+    for row in rows:
+        assert row["last_name"] == "'=HYPERLINK(\"x\")" and row["first_name"] == "'-1"
+        assert row["assignment"] == "ch01" and row["score"] == "0.0"

@@ -5,6 +5,11 @@ Options: ``--steps N`` (a bounded run), ``--name NAME`` (the adapter's folder un
 ``--eval-only`` (evaluate the committed adapter), ``--eval-steps K`` (agent steps per held-out
 task). The adapter, ``manifest.json``, ``train_log.jsonl`` and ``trajectories.jsonl`` are
 written to the adapter's folder; the evaluation is printed and saved as ``evaluation.json``.
+
+A bad option is refused in a line or two with exit status 2 before any model is loaded:
+numbers below 1, a name that is not one folder name (``''``, ``../x``), ``--eval-only`` with
+``--no-eval``, and ``--eval-only`` on an adapter that does not exist or does not match its
+manifest.
 """
 
 from __future__ import annotations
@@ -19,27 +24,39 @@ def main(argv: list[str] | None = None) -> int:
     from course.settings import apply_offline_default
 
     apply_offline_default()
+    from course.cli import safe_name, whole_number
+
     parser = argparse.ArgumentParser(prog="python -m course.finetune", description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=None, help="optimiser steps (default 96)")
-    parser.add_argument("--name", default=None, help="adapter folder name (default smollm2-tools)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--no-eval", action="store_true")
-    parser.add_argument("--eval-only", action="store_true")
-    parser.add_argument("--eval-steps", type=int, default=3)
+    parser.add_argument("--steps", type=whole_number(1, example=96), default=None,
+                        help="optimiser steps (default 96)")
+    parser.add_argument("--name", type=safe_name, default=None,
+                        help="adapter folder name (default smollm2-tools)")
+    parser.add_argument("--seed", type=whole_number(0, 2**32 - 1, example=0), default=0)
+    parser.add_argument("--threads", type=whole_number(1, example=2), default=None)
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--no-eval", action="store_true", help="train only")
+    only.add_argument("--eval-only", action="store_true", help="evaluate an existing adapter")
+    parser.add_argument("--eval-steps", type=whole_number(1, example=3), default=3)
     args = parser.parse_args(argv)
-    if args.steps is not None and args.steps < 1:
-        parser.error(f"--steps {args.steps}: give a whole number of steps, at least 1.")
+
+    from course.finetune.adapter import DEFAULT_ADAPTER, AdapterError, adapter_dir, check_adapter
+
+    name = args.name or DEFAULT_ADAPTER
+    out = adapter_dir(name)
+    if args.eval_only:  # before any model is loaded: the adapter must exist and match
+        try:
+            check_adapter(out)
+        except AdapterError as err:
+            there = sorted(q.parent.name for q in out.parent.glob("*/manifest.json"))
+            parser.error(f"--eval-only --name {name}: {err} (adapters here: "
+                         f"{', '.join(there) or 'none'})")
 
     import torch
 
-    from course.finetune.adapter import DEFAULT_ADAPTER, adapter_dir
     from course.finetune.train import TrainSettings
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    name = args.name or DEFAULT_ADAPTER
-    out = adapter_dir(name)
     if not args.eval_only:
         from course.finetune.data import data_hash, render_all, training_tasks, trajectories_jsonl
         from course.finetune.train import loss_curve, tokenize, train
@@ -71,8 +88,6 @@ def main(argv: list[str] | None = None) -> int:
 
     comparison = compare(out, max_steps=args.eval_steps)
     print(comparison, flush=True)
-    from course.finetune.adapter import check_adapter
-
     record = comparison.as_dict()
     record["adapter_sha256"] = check_adapter(out)["files"]["adapter_model.safetensors"]
     record["torch_threads"] = torch.get_num_threads()

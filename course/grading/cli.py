@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from course.cli import whole_number
 from course.grading.classroom import grade_class
 from course.grading.results import OutputPathError, ResourceLimits
 from course.grading.runner import worker_main
@@ -19,6 +20,18 @@ from course.grading.sandbox import SandboxUnavailable
 from course.grading.student import write_student_editions
 
 __all__ = ["main"]
+
+
+def _gigabytes(text: str) -> float:
+    """argparse type: a memory size in GB, above 0 (at least 0.25, what a kernel needs)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.25 <= value <= 4096:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not allowed: give the memory one "
+                                         "kernel may use in GB, from 0.25 to 4096, e.g. 6")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,11 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--out", type=Path, default=Path("scores.csv"), help="CSV to write")
     gr.add_argument("--feedback", type=Path, default=None,
                     help="folder for the executed notebooks, one sub-folder per student")
-    gr.add_argument("--workers", type=int, default=2, help="notebooks graded at once")
-    gr.add_argument("--cell-timeout", type=int, default=ResourceLimits.cell_timeout_s)
-    gr.add_argument("--notebook-timeout", type=int, default=ResourceLimits.notebook_timeout_s)
-    gr.add_argument("--memory-gb", type=float, default=ResourceLimits.memory_bytes / 2**30)
-    gr.add_argument("--output-cap", type=int, default=ResourceLimits.output_bytes_per_cell,
+    gr.add_argument("--workers", type=whole_number(1, 64, example=2), default=2,
+                    help="notebooks graded at once")
+    gr.add_argument("--cell-timeout", type=whole_number(1, 86400, example=60),
+                    default=ResourceLimits.cell_timeout_s, help="seconds one cell may run")
+    gr.add_argument("--notebook-timeout", type=whole_number(1, 86400, example=600),
+                    default=ResourceLimits.notebook_timeout_s,
+                    help="seconds one notebook may run")
+    gr.add_argument("--memory-gb", type=_gigabytes, default=ResourceLimits.memory_bytes / 2**30,
+                    help="memory one kernel may use, in GB")
+    gr.add_argument("--output-cap", type=whole_number(1, example=100_000),
+                    default=ResourceLimits.output_bytes_per_cell,
                     help="bytes of output kept per cell")
     gr.add_argument("--no-sandbox", action="store_true",
                     help="run kernels with the grader's rights (a trusted class only)")
@@ -49,8 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "_worker":
         return worker_main()
     if args.command == "student":
-        for path in write_student_editions(args.sources, args.out):
-            print(f"wrote {path}")
+        try:
+            for path in write_student_editions(args.sources, args.out):
+                print(f"wrote {path}")
+        except (OSError, ValueError, RuntimeError) as err:  # a missing source, a bad marker
+            parser.exit(2, f"{parser.prog} student: {err}. Fix: give instructor notebooks or "
+                           "folders of them, e.g. `python -m course.grading student notebooks`\n")
         return 0
     limits = ResourceLimits(cell_timeout_s=args.cell_timeout,
                             notebook_timeout_s=args.notebook_timeout,

@@ -8,15 +8,22 @@
   nbgrader compares; any other change is reported and overwritten as nbgrader does.
 - ``SubmittedOnlyCsvExport`` (``nbgrader export``): nbgrader's CSV lists every student for
   every assignment in the gradebook, 0.0 where nothing was submitted; this one lists only the
-  submissions, with the same columns.
+  submissions, with the same columns. Cells are quoted as CSV (a name holding a comma stays in
+  its column) and a text cell that starts like a spreadsheet formula (``=``, ``+``, ``-``,
+  ``@``) gets a leading ``'`` (:func:`course.grading.results.csv_cell`): the row is always
+  written, never run as a formula.
 """
 
 from __future__ import annotations
+
+import csv
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
+
+from course.grading.results import csv_cell
 
 __all__ = ["KeepReleasedCells", "SubmittedOnlyCsvExport", "released_source"]
 
@@ -55,8 +62,9 @@ class SubmittedOnlyCsvExport(CsvExportPlugin):
         students = {str(s) for s in self.student}
         assignments = {str(a) for a in self.assignment}
         self.log.info("Exporting the submitted assignments' grades to %s", dest)
-        with open(dest, "w") as fh:
-            fh.write(",".join(CSV_KEYS) + "\n")
+        with open(dest, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CSV_KEYS)
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:
                     continue
@@ -72,5 +80,6 @@ class SubmittedOnlyCsvExport(CsvExportPlugin):
                            "late_submission_penalty": penalty,
                            "score": max(0.0, submission.score - (penalty or 0.0)),
                            "max_score": assignment.max_score}
-                    fh.write(",".join("" if row[k] is None else str(row[k])
-                                      for k in CSV_KEYS) + "\n")
+                    writer.writerow(["" if row[k] is None else
+                                     csv_cell(row[k]) if isinstance(row[k], str) else str(row[k])
+                                     for k in CSV_KEYS])

