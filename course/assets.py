@@ -83,8 +83,19 @@ class AssetError(RuntimeError):
 
 
 def course_cache_dir() -> Path:
-    """Where converted assets are kept: ``$COURSE_CACHE`` or ``~/.cache/agents-workbook``."""
-    root = os.environ.get(CACHE_SETTING) or Path.home() / ".cache" / "agents-workbook"
+    """Where converted assets are kept: ``$COURSE_CACHE`` or ``~/.cache/agents-workbook``.
+
+    A ``COURSE_CACHE`` that cannot be a folder here (longer than the system's path limit, a
+    file in the way) is an :class:`AssetError` naming the setting, the limit and the fix.
+    """
+    raw = os.environ.get(CACHE_SETTING)
+    if raw:
+        from course.settings import folder_setting_problem
+
+        problem = folder_setting_problem(CACHE_SETTING, raw, "~/.cache/agents-workbook")
+        if problem:
+            raise AssetError(problem)
+    root = raw or Path.home() / ".cache" / "agents-workbook"
     return Path(root).expanduser()
 
 

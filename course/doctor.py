@@ -216,9 +216,12 @@ def _placement_or_none() -> Placement | None:
 
 def _cache() -> Check:
     """The course cache against the manifest ``prepare`` wrote (sizes, sha256; see assets)."""
-    from course.assets import manifest_path, manifest_problems
+    from course.assets import AssetError, manifest_path, manifest_problems
 
-    manifest = manifest_path()
+    try:
+        manifest = manifest_path()
+    except AssetError as err:  # COURSE_CACHE that cannot be a folder: named, with its fix
+        return Check("cache manifest", False, str(err))
     if not manifest.is_file():
         return Check("cache manifest", True, f"none yet at {manifest} (a cache prepared before "
                      "manifests existed): the files were checked by their format only; "

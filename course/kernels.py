@@ -64,13 +64,14 @@ from typing import Any
 
 __all__ = [
     "FORK_SETTING", "PRELOAD", "ForkedKernel", "ForkingProvisioner", "ZygoteError",
-    "fingerprint", "fork_kernel", "fork_setting", "runtime_dir", "serve",
+    "check_fork_settings", "fingerprint", "fork_kernel", "fork_setting", "runtime_dir", "serve",
 ]
 
 FORK_SETTING = "COURSE_FORK_KERNELS"
 IDLE_SETTING = "COURSE_FORK_IDLE_S"
 RUNTIME_SETTING = "COURSE_FORK_RUNTIME_DIR"
 DEFAULT_IDLE_S = 600.0
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path, 108 with its NUL, on Linux)
 START_TIMEOUT_S = 120.0  # the zygote imports torch and transformers: 5-40 s on a loaded machine
 REPLY_TIMEOUT_S = 30.0
 LAUNCHER = ["-m", "ipykernel_launcher"]
@@ -132,10 +133,23 @@ def idle_seconds(env: dict[str, str] | os._Environ[str]) -> float:
 
 def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
     """The private folder of the zygotes' sockets, locks and logs (made 0700; refused when it is
-    another user's or others can enter it)."""
+    another user's or others can enter it, or when ``COURSE_FORK_RUNTIME_DIR`` names a file or a
+    path too long for a socket's folder)."""
     env = os.environ if env is None else env
     if env.get(RUNTIME_SETTING):
-        path = Path(env[RUNTIME_SETTING])
+        from course.settings import folder_setting_problem  # not at import: see the module text
+
+        problem = folder_setting_problem(RUNTIME_SETTING, env[RUNTIME_SETTING],
+                                         "~/.course-kernels (a folder only you can enter)")
+        path = Path(env[RUNTIME_SETTING]).expanduser()
+        socket_bytes = len(os.fsencode(str(path.absolute()))) + len("/zygote-0123456789abcdef.sock")
+        if not problem and socket_bytes > SOCKET_PATH_MAX:
+            problem = (f"{RUNTIME_SETTING}={str(path)[:60]!r} is too long for the zygote's "
+                       f"socket in it ({socket_bytes} bytes, the system allows "
+                       f"{SOCKET_PATH_MAX}). Fix: set {RUNTIME_SETTING} to a shorter folder "
+                       "such as ~/.course-kernels, or unset it.")
+        if problem:
+            raise ZygoteError(problem)
     elif env.get("XDG_RUNTIME_DIR") and Path(env["XDG_RUNTIME_DIR"]).is_dir():
         path = Path(env["XDG_RUNTIME_DIR"]) / "course-kernels"
     else:
@@ -147,6 +161,19 @@ def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
                           f"{info.st_mode & 0o777:o}, owner {info.st_uid}): remove it, or set "
                           f"{RUNTIME_SETTING} to a folder only you can enter")
     return path
+
+
+def check_fork_settings(env: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse, with a ``ValueError`` naming the setting and the fix, a ``COURSE_FORK_IDLE_S``
+    or a ``COURSE_FORK_RUNTIME_DIR`` that cannot work. Checked before a kernel starts: a wrong
+    setting is an error, never silently replaced by the ordinary launch."""
+    idle_seconds(env)
+    if env.get(RUNTIME_SETTING):
+        try:
+            runtime_dir(env)
+        except (ZygoteError, OSError) as exc:
+            raise ValueError(f"{RUNTIME_SETTING}: {exc}" if RUNTIME_SETTING not in str(exc)
+                             else str(exc)) from None
 
 
 def _site_dirs(python: str) -> list[Path]:
@@ -696,6 +723,7 @@ class ForkingProvisioner(LocalProvisioner):  # type: ignore[misc,valid-type]
         env = dict(kwargs.get("env") or os.environ)
         cwd = str(kwargs.get("cwd") or os.getcwd())
         if fork_setting(env):  # a bad value raises, naming the setting
+            check_fork_settings(env)  # so do the other two settings
             try:
                 process = await asyncio.to_thread(
                     fork_kernel, list(cmd), env, cwd,

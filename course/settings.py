@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "BUNDLED", "DEVICE_SETTING", "MODEL_SETTING", "CourseSettingError", "ModelChoice",
-    "active_model", "apply_offline_default", "device_setting", "hub_offline", "on_colab",
-    "parse_model_setting", "use_model",
+    "active_model", "apply_offline_default", "device_setting", "folder_setting_problem",
+    "hub_offline", "on_colab", "parse_model_setting", "use_model",
 ]
 
 MODEL_SETTING = "COURSE_MODEL"
@@ -213,6 +213,54 @@ def device_setting() -> str:
             f"{', '.join(DEVICES)}, or unset it (auto: a GPU when there is one, else the CPU)."
         )
     return raw
+
+
+#: Characters the course may add below a folder a setting names (the cache's sub-folders and
+#: file names, a hub snapshot path): a folder whose own path leaves less is refused.
+PATH_RESERVE = 256
+
+
+def _path_limits(folder: Path) -> tuple[int, int]:
+    """This system's limits, in bytes: a whole path, and one name in it (POSIX pathconf of the
+    nearest existing folder; 4096 and 255, Linux's, where they cannot be read)."""
+    for probe in [folder, *folder.parents]:
+        try:
+            if probe.is_dir():
+                return os.pathconf(probe, "PC_PATH_MAX"), os.pathconf(probe, "PC_NAME_MAX")
+        except (OSError, ValueError, AttributeError):  # too long to ask; Windows: no pathconf
+            continue
+    return 4096, 255
+
+
+def folder_setting_problem(setting: str, raw: str, example: str) -> str | None:
+    """Why the folder the setting ``setting`` = ``raw`` names cannot be used (a path longer than
+    the system allows, with room for what goes inside; a name in it too long; a file where the
+    folder goes), with the fix (``example``: a good value); None when it can."""
+    try:
+        folder = _expand(raw).absolute()
+        size = len(os.fsencode(str(folder)))
+        longest = max((len(os.fsencode(part)) for part in folder.parts), default=0)
+        path_max, name_max = _path_limits(folder)
+    except (OSError, ValueError) as err:  # a NUL byte, an undecodable name
+        return f"{setting}={_shown(raw)} is not a usable folder ({err}). Fix: set {setting} " \
+               f"to a folder such as {example}, or unset it."
+    fix = f"Fix: set {setting} to a shorter folder such as {example}, or unset it."
+    if longest > name_max:
+        return (f"{setting}={_shown(raw)} holds a name of {longest} bytes; this system allows "
+                f"{name_max} bytes per file or folder name. {fix}")
+    if size + PATH_RESERVE > path_max:
+        return (f"{setting}={_shown(raw)} is a path of {size} bytes; this system allows "
+                f"{path_max} bytes per path, and the course puts files up to {PATH_RESERVE} "
+                f"bytes deeper inside it. {fix}")
+    try:
+        in_the_way = next((p for p in [*reversed(folder.parents), folder]
+                           if p.exists() and not p.is_dir()), None)
+    except OSError as err:
+        return f"{setting}={_shown(raw)} cannot be checked ({err}). {fix}"
+    if in_the_way is not None:
+        return (f"{setting}={_shown(raw)}: {in_the_way} is a file, not a folder. Fix: set "
+                f"{setting} to a folder such as {example}, or move that file away.")
+    return None
 
 
 def on_colab() -> bool:
