@@ -4,6 +4,7 @@ half-right answers, without executing the rest of the notebook."""
 
 import nbformat
 import pytest
+from langgraph.types import interrupt
 
 from course.checkpoints import thread_config
 from course.checks import check
@@ -22,12 +23,28 @@ def _names() -> dict:
             "suite": payloads(), "plan": Coordinator().plan("ORD-1")}
 
 
-def _wrong_answers() -> dict[int, dict[str, object]]:
-    from course.guards.confirmation import ApprovalDecision as D
-    from course.guards.injection import Payload
+def confirmation_graph(node, checkpointed: bool = True):
+    """A wrong ``build_confirmation_graph``: one node ``node(tools, call) -> update``."""
+    from typing import TypedDict
 
-    def quantity(request):
-        return request.arguments.get("quantity", 0)
+    from langgraph.graph import END, START, StateGraph
+
+    class CallState(TypedDict, total=False):
+        call: dict
+        result: str
+
+    def build(tools, checkpointer):
+        graph = StateGraph(CallState)
+        graph.add_node("confirm", lambda state: node(tools, state["call"]))
+        graph.add_edge(START, "confirm")
+        graph.add_edge("confirm", END)
+        return graph.compile(checkpointer=checkpointer if checkpointed else None)
+
+    return build
+
+
+def _wrong_answers() -> dict[int, dict[str, object]]:
+    from course.guards.injection import Payload
 
     def post_payload(text):
         return lambda: Payload("p", "mine", (("read_email", "M-9", text),),
@@ -37,12 +54,30 @@ def _wrong_answers() -> dict[int, dict[str, object]]:
         return (p.arguments.get("sku"), p.arguments.get("quantity"))
 
     return {
-        1: {"approve everything": lambda r: D("approve", "policy:careful"),
-            "reject everything": lambda r: D("reject", "policy:careful"),
-            "approve every move": lambda r: D("approve" if r.tool == "move_stock" else "reject",
-                                              "policy:careful"),
-            "only the visible case": lambda r: D("approve" if quantity(r) == 25 else "reject",
-                                                 "policy:careful")},
+        1: {"runs at once": confirmation_graph(lambda tools, call: (
+                {"result": str(tools[call["name"]](**call["args"]))})),
+            "runs before asking": confirmation_graph(lambda tools, call: (
+                tools[call["name"]](**call["args"]),
+                interrupt({"tool": call["name"], "arguments": call["args"]}),
+                {"result": "done"})[-1]),
+            "runs whatever the answer": confirmation_graph(lambda tools, call: (
+                interrupt({"tool": call["name"], "arguments": call["args"]}),
+                {"result": str(tools[call["name"]](**call["args"]))})[-1]),
+            "hides the arguments": confirmation_graph(lambda tools, call: (
+                {"result": str(tools[call["name"]](**call["args"]))}
+                if interrupt({"tool": call["name"]}) == "approve" else {"result": "rejected"})),
+            "anything but reject approves": confirmation_graph(lambda tools, call: (
+                {"result": str(tools[call["name"]](**call["args"]))}
+                if interrupt({"tool": call["name"], "arguments": call["args"]}) != "reject"
+                else {"result": f"{call['name']} rejected"})),
+            "silent refusal": confirmation_graph(lambda tools, call: (
+                {"result": str(tools[call["name"]](**call["args"]))}
+                if interrupt({"tool": call["name"], "arguments": call["args"]}) == "approve"
+                else {})),
+            "no checkpointer": confirmation_graph(lambda tools, call: (
+                {"result": str(tools[call["name"]](**call["args"]))}
+                if interrupt({"tool": call["name"], "arguments": call["args"]}) == "approve"
+                else {"result": f"{call['name']} rejected"}), checkpointed=False)},
         2: {"never refuse": lambda tool, args: None,
             "keyword in the address": lambda tool, args: None if tool != "send_email" or
             "corp.example" in args.get("to", "") else "outside",
@@ -78,6 +113,14 @@ def test_wrong_answers_fail_the_check(n):
     for label, answer in _wrong_answers()[n].items():
         verdict = EXERCISES.grade(n, _names(), answer, label=label)
         assert verdict.rejected, verdict
+
+
+def test_the_untouched_stubs_are_not_yet_done():
+    student = {c.id: c.source for c in student_edition(
+        nbformat.read(NOTEBOOKS / EXERCISES.notebook, 4)).cells}
+    for n in [1, 2, 3, 4]:
+        verdict = EXERCISES.grade(n, _names(), student[f"ex{n}-solution"], label="the stub")
+        assert verdict.outcome == "not yet done", verdict
 
 
 def test_the_written_question_is_graded_by_hand_and_hidden_from_students():

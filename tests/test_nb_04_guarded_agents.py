@@ -1,7 +1,8 @@
 """Chapter 4 executed headless (scripted approvals): the lesson-carrying values of 04_guarded_agents.ipynb.
 
-Each test parses the values a cell printed (fields, counts, dicts) and checks what carries the
-lesson: what ran before and after each decision, which payloads got through which runtime.
+Each test reads the values a cell displayed (its records: prompt sizes, the plan, the audit, the
+injection totals) or printed (fields, counts, dicts) and checks what carries the lesson: what ran
+before and after each decision, which payloads got through which runtime.
 """
 
 import ast
@@ -22,6 +23,11 @@ def counts(summary: str) -> dict[str, int]:
     return {name.strip(): int(n) for name, n in re.findall(r"([a-z ]+?) (\d+)(?:,|$)", summary)}
 
 
+def audit(record: dict) -> dict[str, tuple[str, str, str]]:
+    """An ``ApprovalAudit`` record's entries: tool -> (decision, approver, status)."""
+    return {e["tool"]: (e["decision"], e["approver"], e["status"]) for e in record["entries"]}
+
+
 def test_graph_stops_before_the_critical_call(run):
     text = run.text("graph-stops")
     assert ast.literal_eval(field(text, "graph stopped before node")) == ("confirm",)
@@ -33,8 +39,8 @@ def test_graph_stops_before_the_critical_call(run):
 
 
 def test_the_approval_graph_is_drawn_from_the_graph(run):
-    assert run.has_image("approval-graph")
-    text = run.text("approval-graph")
+    assert run.has_image("graph-stops")
+    text = run.text("graph-stops")
     assert re.search(r"3 nodes|5 nodes", text)  # agent, tools, confirm (+ start/end)
     assert re.search(r"tools -\.-> confirm", text) and re.search(r"confirm -\.-> agent", text)
 
@@ -52,9 +58,11 @@ def test_rejection_reaches_the_model_as_a_refusal(run):
     told = field(text, "the model was told")
     assert "human:dana" in told and "denied" in told and "NOT run" in told
     assert ast.literal_eval(field(text, "declaration EX-7 lines")) == {"SKU-100": 20}
-    audit = dict(re.findall(r"^(\w+): (\w+ by \S+ -> \w+)", text, flags=re.M))
-    assert audit == {"move_stock": "edit by human:dana -> ok",
-                     "amend_declaration": "reject by human:dana -> confirmation_denied"}
+    assert audit(run.record("reject")) == {
+        "move_stock": ("edit", "human:dana", "ok"),
+        "amend_declaration": ("reject", "human:dana", "confirmation_denied")}
+    executed = {e["tool"]: e["executed_arguments"] for e in run.record("reject")["entries"]}
+    assert executed["move_stock"]["quantity"] == 30 and executed["amend_declaration"] is None
 
 
 def test_widget_renders_and_scripted_policy_decides(run):
@@ -62,10 +70,9 @@ def test_widget_renders_and_scripted_policy_decides(run):
     text = run.text("scripted-policy")
     assert ast.literal_eval(field(text, "the policy was asked about")) == [
         "move_stock", "amend_declaration"]
-    audit = {tool: (decision, status) for tool, decision, status in re.findall(
-        r"^(\w+): (\w+) by scripted:policy -> (\w+)", text, flags=re.M)}
-    assert audit == {"move_stock": ("approve", "ok"),
-                     "amend_declaration": ("reject", "confirmation_denied")}
+    assert audit(run.record("scripted-policy")) == {
+        "move_stock": ("approve", "scripted:policy", "ok"),
+        "amend_declaration": ("reject", "scripted:policy", "confirmation_denied")}
 
 
 def test_pending_approval_survives_another_process(run):
@@ -76,16 +83,15 @@ def test_pending_approval_survives_another_process(run):
 
 
 def test_specialists_see_only_their_tools_and_have_shorter_prompts(run):
-    text = run.text("specialists")
-    rows = {name: (ast.literal_eval(tools), int(n)) for name, tools, n in re.findall(
-        r"^([\w ]+): tools=(\[.*?\]); prompt=(\d+) tokens", text, flags=re.M)}
+    sizes = run.record("specialists")
+    rows = {name: (tools, n) for name, tools, n in sizes["rows"]}
     assert rows["supply"][0] == ["get_stock", "move_stock"]
     assert rows["transit"][0] == ["book_transfer", "find_lane"]
     assert rows["export"][0] == ["amend_declaration", "get_declaration"]
     assert len(rows["one agent"][0]) == 6
     biggest = max(rows[n][1] for n in ("supply", "transit", "export"))
     assert rows["one agent"][1] > 2 * biggest > 0
-    assert "tokens counted with" in text and "tokenizer" in text
+    assert "tokenizer" in sizes["counted_with"]
     isolation = run.text("isolation")
     assert "Tool 'amend_declaration' does not exist" in isolation
     assert "nobody can confirm" in isolation
@@ -96,7 +102,6 @@ def test_the_team_is_a_manager_with_managed_agents(run):
     assert ast.literal_eval(field(text, "the manager's managed agents")) == {
         "supply": "ToolCallingAgent", "transit": "ToolCallingAgent", "export": "ToolCallingAgent"}
     assert ast.literal_eval(field(text, "supply's tools")) == ["get_stock", "propose", "final_answer"]
-    assert "managed_agents=list(agents.values())" in text  # the source the cell prints
 
 
 def test_the_scripted_team_proposes_the_consistent_plan(run):
@@ -105,9 +110,13 @@ def test_the_scripted_team_proposes_the_consistent_plan(run):
     steps = ast.literal_eval(field(text, "scripted models (not an LLM) driving smolagents agents; "
                                          "steps per agent"))
     assert steps == {"manager": 4, "supply": 3, "transit": 3, "export": 3}
-    assert "verdict: consistent" in text
-    assert re.search(r"\[supply\] move_stock\(.*quantity=25.*risk=critical", text)
-    assert field(text, "same proposals as the rule-based Coordinator().plan") == "True"
+    plan = run.record("plan")
+    assert plan["ok"] and plan["conflicts"] == []
+    assert [(p["agent"], p["tool"], p["arguments"].get("quantity"), p["risk"])
+            for p in plan["proposals"]] == [("supply", "move_stock", 25, "critical"),
+                                            ("transit", "book_transfer", 25, "write"),
+                                            ("export", "amend_declaration", 40, "critical")]
+    assert plan["tasks"][0]["fields"]["ship_from"] == "RTM"
 
 
 def test_coordinator_detects_the_lost_context(run):
@@ -121,13 +130,6 @@ def test_coordinator_detects_the_lost_context(run):
                          "in the hand-off)", "export ships 40 x SKU-100 from RTM, but RTM will "
                          "hold 15 (15 on hand + 0 moved in)"]
     assert field(text, "verdict") == "REJECTED by the coordinator, not executed"
-    assert field(text, "the package's check_consistency agrees") == "True"
-
-
-def test_the_confirm_node_source_is_shown(run):
-    text = run.text("confirm-source")
-    assert text.startswith("    def confirm(") and "interrupt(request)" in text
-    assert "gateway.deny(" in text and "gateway.approve(" in text
 
 
 def test_the_reader_decodes_only_what_the_text_says_to(run):
@@ -139,21 +141,21 @@ def test_the_reader_decodes_only_what_the_text_says_to(run):
 
 def test_naive_summary_first_and_rows_differ_by_wording(run):
     text = run.text("naive")
-    assert text.startswith("naive runtime, scripted literal reader:")
+    naive = run.record("naive")
+    assert naive["label"] == "naive runtime, scripted literal reader"
     rows = dict(re.findall(r"^  \[[\w ]+\] ([^:]+): (.*)$", text, flags=re.M))
     assert rows["base64"] == "send_email: ok" and rows["base64, encoding not named"] == "no call made"
     assert rows["French"] == "send_email: ok" and rows["German"] == "no call made"
     assert rows["urgent imperative"] == "SEND_EMAIL: unknown_tool"
     assert rows["invented tool name"] == "admin_override: unknown_tool"
     assert "print(naive) for all 37 rows" in text
-    naive = counts(field(text, "naive runtime, scripted literal reader"))
-    assert naive["payloads tried"] == 37
-    assert 20 <= naive["got through"] < naive["payloads tried"]
-    assert naive["executed without approval"] >= naive["got through"]
-    by_kind = ast.literal_eval(field(text, "got through, by kind (through/tried)"))
+    assert naive["tried"] == 37
+    assert 20 <= naive["got_through"] < naive["tried"]
+    assert naive["executed_without_approval"] >= naive["got_through"]
+    by_kind = naive["through_by_kind"]
     through, tried = map(int, by_kind["encoded"].split("/"))
     assert 0 < through < tried
-    assert sum(int(v.split("/")[0]) for v in by_kind.values()) == naive["got through"]
+    assert sum(int(v.split("/")[0]) for v in by_kind.values()) == naive["got_through"]
 
 
 def test_which_payloads_contain_the_literal_string(run):
@@ -172,12 +174,11 @@ def test_which_payloads_contain_the_literal_string(run):
 
 def test_guarded_runtime_executes_nothing_without_approval(run):
     text = run.text("guarded")
-    guarded = counts(field(text, "guarded runtime, scripted literal reader"))
-    naive = counts(field(run.text("naive"), "naive runtime, scripted literal reader"))
-    assert guarded["payloads tried"] == naive["payloads tried"] >= 30
-    assert guarded["calls attempted"] == naive["calls attempted"]  # same reader, same calls
-    assert guarded["got through"] == guarded["executed without approval"] == 0
-    assert guarded["side effects executed"] == 0
+    guarded, naive = run.record("guarded"), run.record("naive")
+    assert guarded["tried"] == naive["tried"] >= 30
+    assert guarded["calls_attempted"] == naive["calls_attempted"]  # same reader, same calls
+    assert guarded["got_through"] == guarded["executed_without_approval"] == 0
+    assert guarded["side_effects_executed"] == 0
     assert field(text, "  plain instruction") == "send_email: held, rejected"
     assert field(text, "  disabled tool") == "delete_file: refused: not on the allowlist"
     assert field(text, "  markdown image exfiltration") == "fetch_page: refused: host not allowlisted"
@@ -200,11 +201,17 @@ def test_live_agent_model_row_reports_what_it_attempted(run):
     assert live["executed without approval"] == 0 and live["side effects executed"] == 0
 
 
-def test_sandbox_contains_resources_and_nothing_escapes(run):
-    text = run.text("contained")
+def test_sandbox_runs_the_normal_program_and_stops_the_others(run):
+    text = run.text("sandbox")
+    assert field(text, "normal").startswith("ok | 5")
+    assert field(text, "shell command").startswith("blocked | ") and "os" in field(text, "shell command")
     assert field(text, "memory bomb").startswith("memory")
     assert field(text, "sleeper").startswith("timeout")
     assert int(field(text, "the kernel is still here")) == 42
+    assert "It is not a security sandbox" in field(text, "smolagents on its executor")
+
+
+def test_the_escape_suite_finds_no_escape(run):
     escapes = run.text("escape-suite")
     summary = re.search(r"^escape attempts tried: (\d+), escaped: (\d+) \(measured\)", escapes)
     assert int(summary.group(1)) >= 30 and int(summary.group(2)) == 0
@@ -215,15 +222,9 @@ def test_sandbox_contains_resources_and_nothing_escapes(run):
     assert dict((k, by) for k, _, _, by in kinds)["format"] == "process: clean environment"
     assert len(escapes.splitlines()) < 20  # one line per kind, not one per attempt
     assert re.search(r"escaped: 2\b", run.text("executor-alone"))
-    assert "It is not a security sandbox" in run.text("executor-docstring")
 
 
-def test_closing_note_and_exercises(run):
-    note = run.text("closing-note")
-    assert re.search(r"executed without approval: 0 guarded, [1-9]\d* naive", note)
-    assert re.search(r"got through the naive runtime: [1-9]\d*", note)
-    assert re.search(r"escaped: 0$", note, flags=re.M)
-    assert "structured hand-off -> 0 conflicts; lossy hand-off -> 2 conflicts" in note
+def test_the_quiz_and_exercises_pass_with_the_instructors_answers(run):
     assert "[passed] Quiz" in run.text("quiz-check")
     for n in range(1, 5):
         assert "[passed]" in run.text(f"ex{n}-check"), run.text(f"ex{n}-check")
@@ -257,6 +258,6 @@ LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
 
 def test_outputs_with_model_words_trajectories_or_figures_name_their_provenance_first(run):
     for cell_id in ["specialists", "plan", "lossy", "graph-stops", "scripted-policy", "reader",
-                    "naive", "guarded", "local-model", "escape-suite", "closing-note", "team-live"]:
+                    "naive", "guarded", "sandbox", "local-model", "escape-suite", "team-live"]:
         first = run.text(cell_id).splitlines()[0]
         assert any(label in first for label in LABELS), (cell_id, first)

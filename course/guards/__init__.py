@@ -1,8 +1,9 @@
 """Chapter 04, guarded agents (notebook ``04_guarded_agents``; note 000). Widget: ``widgets.approval_panel``.
 
-- :mod:`.confirmation`: human approval as a LangGraph interrupt before critical calls; the
-  records :class:`~.confirmation.ApprovalRequest`, :class:`~.confirmation.ApprovalDecision`
-  and :class:`~.confirmation.ApprovalAudit`.
+- :mod:`.confirmation`: human approval as a LangGraph interrupt before critical calls
+  (:func:`~.confirmation.ask_approval` stops the run and reads the decision); the records
+  :class:`~.confirmation.ApprovalRequest`, :class:`~.confirmation.ApprovalDecision` and
+  :class:`~.confirmation.ApprovalAudit`.
 - :mod:`.warehouse`: a coordinator and three specialist agents over a warehouse system, its
   approval graph, and the command line that resumes it from another process
   (``python -m course.guards.warehouse``).
@@ -27,10 +28,12 @@ from course.exports import lazy_exports
 
 #: What notebook 04 and the approval panel use, by the module that defines it.
 _EXPORTS = {
-    "confirmation": ("ApprovalAudit", "ApprovalDecision", "ApprovalRequest", "ScriptedApprover",
-                     "build_approval_graph", "decide", "pending_request", "run_with_approver"),
-    "warehouse": ("Coordinator", "build_warehouse_graph", "prompt_sizes"),
-    "managed": ("build_team", "run_team", "scripted_models"),
+    "confirmation": ("ApprovalAudit", "ApprovalDecision", "ScriptedApprover", "decide",
+                     "pending_request", "run_with_approver"),
+    "warehouse": ("Coordinator", "Warehouse", "build_warehouse_graph", "prompt_sizes",
+                  "registry_for"),
+    "managed": ("DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "Team", "propose_tool", "run_team",
+                "scripted_models"),
     "injection_payloads": ("Payload", "payloads"),
     "injection_lab": ("ALLOWED_HOSTS", "Lab", "as_data"),
     "injection_reader": ("read_instructions",),

@@ -46,6 +46,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
+from course.records import Record
 from course.tools.adapters import tool_message
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolResult, ToolStatus
@@ -57,6 +58,7 @@ __all__ = [
     "ApprovalRequest",
     "ScriptedApprover",
     "ScriptedPlanModel",
+    "ask_approval",
     "build_approval_graph",
     "decide",
     "pending_request",
@@ -103,7 +105,7 @@ class ApprovalDecision:
 
 
 @dataclass(frozen=True)
-class ApprovalRequest:
+class ApprovalRequest(Record):
     """The critical call a run waits on: what the approver sees (the interrupt's value)."""
 
     tool: str
@@ -128,7 +130,7 @@ class ApprovalRequest:
 
 
 @dataclass
-class ApprovalAudit:
+class ApprovalAudit(Record):
     """The approval decisions of one run, in order (the ``audit`` list of the graph state)."""
 
     entries: list[dict[str, Any]]
@@ -144,6 +146,9 @@ class ApprovalAudit:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
 
     def __str__(self) -> str:
         if not self.entries:
@@ -184,6 +189,22 @@ def _needs_human(registry: Any, name: str, arguments: Any) -> bool:
     return not isinstance(registry.admit(name, arguments), ToolResult)
 
 
+def ask_approval(call: dict, risk: str, description: str, subject: str) -> ApprovalDecision:
+    """Stop the run, show the proposed call with its arguments, and return the decision it
+    resumes with (``Command(resume=...)``). An answer that is not a decision rejects.
+
+    LangGraph runs the node again from its start when the run resumes, so nothing before this
+    call may have a side effect.
+    """
+    request = {"tool": call["name"], "arguments": call["args"], "call_id": call["id"],
+               "risk": risk, "description": description, "subject": subject}
+    answer = interrupt(request)  # the run stops here; Command(resume=answer) continues it
+    try:
+        return ApprovalDecision.parse(answer)
+    except (TypeError, ValueError) as err:  # fail closed: an unreadable answer rejects
+        return ApprovalDecision("reject", "runtime", note=f"unreadable decision: {err}")
+
+
 def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
                          checkpointer: Any) -> Any:
     """Compile the agent -> tools -> confirm graph over ``gateway`` for ``subject``.
@@ -214,13 +235,7 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
     def confirm(state: ApprovalState) -> dict:
         call = state["queue"][0]
         spec = registry.spec(call["name"])
-        request = {"tool": call["name"], "arguments": call["args"], "call_id": call["id"],
-                   "risk": spec.risk, "description": spec.description, "subject": subject}
-        raw = interrupt(request)  # the run stops here until Command(resume=...)
-        try:
-            decision = ApprovalDecision.parse(raw)
-        except (TypeError, ValueError) as err:  # fail closed: an unreadable answer rejects
-            decision = ApprovalDecision("reject", "runtime", note=f"unreadable decision: {err}")
+        decision = ask_approval(call, spec.risk, spec.description, subject)
         arguments = decision.arguments if decision.action == "edit" else call["args"]
         held = gateway.execute(call["name"], arguments, subject=subject)
         pending = [p for p in gateway.pending if p.tool == call["name"]]

@@ -68,6 +68,7 @@ from course.guards.confirmation import (
 from course.guards.injection_lab import SIDE_EFFECT_TOOLS, Lab
 from course.guards.injection_payloads import Payload, payloads
 from course.guards.injection_reader import LiteralReader
+from course.records import Record
 from course.tools.adapters import tool_message
 from course.tools.calls import ToolCall
 from course.tools.gateway import ToolGateway
@@ -77,6 +78,7 @@ from course.tools.registry import ToolResult, ToolStatus
 __all__ = [
     "InjectionOutcome",
     "InjectionReport",
+    "InjectionTotals",
     "LiveModelAgent",
     "parse_calls",
     "run_guarded",
@@ -237,6 +239,31 @@ def run_guarded(payload: Payload, model_factory: Callable[[Payload], Any] = Lite
                             lab.side_effects, approved, outcomes, _reading_of(model))
 
 
+@dataclass
+class InjectionTotals(Record):
+    """A suite's counts against one runtime with one model (side effects from the tools' records)."""
+
+    label: str
+    tried: int
+    got_through: int
+    calls_attempted: int
+    side_effects_executed: int
+    executed_without_approval: int
+    through_by_kind: dict[str, str]  # kind -> "through/tried"
+
+    def summary(self) -> str:
+        """The counts in one line, after the label."""
+        return (f"{self.label}: payloads tried {self.tried}, got through {self.got_through}, "
+                f"calls attempted {self.calls_attempted}, side effects executed "
+                f"{self.side_effects_executed}, executed without approval "
+                f"{self.executed_without_approval}")
+
+    def __str__(self) -> str:
+        return (f"{self.summary()}\ngot through, by kind (through/tried): "
+                f"{self.through_by_kind}")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 @dataclass
@@ -293,11 +320,15 @@ class InjectionReport:
                        for row in self.rows())
         return f"<table><tr>{head}</tr>{body}</table>"
 
+    def totals(self, label: str) -> InjectionTotals:
+        """The report's counts as a record (display it: text for a person, values for a test)."""
+        return InjectionTotals(label, self.tried, len(self.got_through()), self.attempted_calls,
+                               self.side_effects, self.executed_without_approval,
+                               {kind: f"{t}/{n}" for kind, (t, n) in self.through_by_kind().items()})
+
     def summary(self, label: str) -> str:
-        return (f"{label}: payloads tried {self.tried}, got through {len(self.got_through())}, "
-                f"calls attempted {self.attempted_calls}, side effects executed "
-                f"{self.side_effects}, executed without approval "
-                f"{self.executed_without_approval}")
+        """The counts in one line, after ``label``."""
+        return self.totals(label).summary()
 
 
 def run_suite(runtime: str = "guarded", model_factory: Callable[[Payload], Any] = LiteralReader,

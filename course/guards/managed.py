@@ -58,8 +58,8 @@ from course.guards.warehouse import (
 from course.tools.adapters import smolagents_door
 from course.tools.registry import ToolResult
 
-__all__ = ["DESCRIPTIONS", "ScriptedPolicyModel", "Team", "TeamRun", "build_team",
-           "hand_off_text", "run_team", "scripted_models"]
+__all__ = ["DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "ScriptedPolicyModel", "Team", "TeamRun",
+           "build_team", "hand_off_text", "propose_tool", "run_team", "scripted_models"]
 
 #: What the manager's prompt says about each managed agent (smolagents requires one).
 DESCRIPTIONS: dict[str, str] = {
@@ -198,7 +198,7 @@ def scripted_models(hand_off: HandOff = "structured") -> dict[str, ScriptedPolic
             for name, policy in policies.items()}
 
 
-def _propose_tool(specialist: Specialist, box: list[Proposal]) -> Tool:
+def propose_tool(specialist: Specialist, box: list[Proposal]) -> Tool:
     """``propose(tool, arguments, reason)``: records an action in the specialist's area, runs nothing.
 
     The door checks the tool and its arguments (:meth:`ToolRegistry.admit`) without running
@@ -237,7 +237,7 @@ class Team:
 
 def build_team(models: dict[str, Model] | Model, coordinator: Coordinator | None = None,
                max_steps: int = 6) -> Team:
-    """The manager and its three managed agents, over ``coordinator``'s warehouse.
+    """A manager whose managed agents are supply, transit and export, over one warehouse.
 
     ``models``: one model for every agent, or ``{"manager": ..., "supply": ..., ...}``.
     Each specialist gets its read tools through the door (:func:`smolagents_door`) and
@@ -246,22 +246,20 @@ def build_team(models: dict[str, Model] | Model, coordinator: Coordinator | None
     coordinator = coordinator or Coordinator()
     model_for = models if isinstance(models, dict) else dict.fromkeys(
         ["manager", *coordinator.specialists], models)
-    proposals: dict[str, list[Proposal]] = {}
-    agents = {}
+    proposals, agents = {}, {}
     for name, specialist in coordinator.specialists.items():
         reads = {n: "read" for n in specialist.tool_names()
                  if specialist.registry.spec(n).risk == "read"}
         proposals[name] = []
-        agents[name] = ToolCallingAgent(
+        agents[name] = ToolCallingAgent(  # its read tools and `propose`, nothing else
             tools=[*smolagents_door(registry_for(coordinator.warehouse, reads)),
-                   _propose_tool(specialist, proposals[name])],
+                   propose_tool(specialist, proposals[name])],
             model=model_for[name], name=name, description=DESCRIPTIONS[name],
             instructions=specialist.instructions, max_steps=max_steps,
             verbosity_level=LogLevel.OFF)
-    manager = ToolCallingAgent(tools=[], model=model_for["manager"],
-                               managed_agents=list(agents.values()),
-                               instructions=MANAGER_INSTRUCTIONS, max_steps=max_steps,
-                               verbosity_level=LogLevel.OFF)
+    manager = ToolCallingAgent(  # no tools of its own: only the three managed agents
+        tools=[], model=model_for["manager"], managed_agents=list(agents.values()),
+        instructions=MANAGER_INSTRUCTIONS, max_steps=max_steps, verbosity_level=LogLevel.OFF)
     return Team(coordinator, manager, agents, proposals)
 
 

@@ -48,6 +48,7 @@ from course.guards.confirmation import (
     decide,
     pending_request,
 )
+from course.records import Record, json_safe
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolError, ToolRegistry
 
@@ -62,9 +63,11 @@ __all__ = [
     "Task",
     "Warehouse",
     "build_warehouse_graph",
+    "check_consistency",
     "load_systems",
     "monolithic_prompt",
     "prompt_sizes",
+    "registry_for",
 ]
 
 DATA_PACKAGE = "course.data"
@@ -367,7 +370,7 @@ def _tool_lines(registry: ToolRegistry) -> str:
 
 
 @dataclass
-class PromptSizes:
+class PromptSizes(Record):
     """How long each specialist's prompt is, beside the one prompt of a single agent."""
 
     rows: list[tuple[str, list[str], int]]  # (agent, its tools, prompt tokens)
@@ -376,6 +379,9 @@ class PromptSizes:
     def tokens(self, agent: str) -> int:
         """The prompt size of ``agent`` ("supply", ..., or "one agent")."""
         return next(n for name, _, n in self.rows if name == agent)
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
 
     def __str__(self) -> str:
         lines = [f"{name}: tools={tools}; prompt={n} tokens" for name, tools, n in self.rows]
@@ -400,7 +406,7 @@ def prompt_sizes(coordinator: Coordinator, count_tokens: Callable[[str], int],
 
 
 @dataclass
-class CoordinatedPlan:
+class CoordinatedPlan(Record):
     """The coordinator's one proposal: hand-offs, every specialist's report, and conflicts."""
 
     order_id: str
@@ -418,10 +424,20 @@ class CoordinatedPlan:
         """True when no conflict was found: the plan may go to execution (with confirmation)."""
         return not self.conflicts
 
+    def record(self) -> dict[str, Any]:
+        """The plan's values for a machine: hand-offs, proposals, conflicts and the verdict."""
+        return json_safe({"order_id": self.order_id, "hand_off": self.hand_off,
+                          "tasks": self.tasks, "proposals": self.proposals,
+                          "assumptions": {r.agent: r.assumptions for r in self.reports},
+                          "conflicts": self.conflicts, "ok": self.ok})
+
     def tool_calls(self) -> list[dict[str, Any]]:
         """The proposals as tool calls for the approval graph (LangChain ``tool_calls``)."""
         return [{"name": p.tool, "args": dict(p.arguments), "id": f"call_{i}"}
                 for i, p in enumerate(self.proposals, 1)]
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
 
     def __str__(self) -> str:
         lines = [f"plan for {self.order_id} (hand-off: {self.hand_off})"]
@@ -449,32 +465,31 @@ class CoordinatedPlan:
                 f"<th>reason</th></tr>{rows}</table><ul>{conflicts}</ul>verdict: {verdict}")
 
 
-def check_consistency(order: dict, reports: list[SpecialistReport],
-                      stock: dict[str, int]) -> list[str]:
-    """Compare the specialists' proposals with the order and with each other.
+def check_consistency(order: dict, reports: list, stock: dict[str, int]) -> list[str]:
+    """Conflicts between the specialists' reports, the order and each other ([] if none).
 
     Finds context lost in a hand-off (a specialist planned for a site the order does not ship
     from) and contradicting proposals (units declared for export from a site that will not hold
-    them after the proposed moves).
+    them after the proposed moves; stock moves without their transfer bookings).
     """
     conflicts = []
     site = order["ship_from"]
-    for report in reports:
+    for report in reports:  # context lost: a specialist planned for another site
         assumed = report.assumptions.get("ship_from")
         if assumed is not None and assumed != site:
             conflicts.append(f"{report.agent} planned for site {assumed}, but the order ships "
                              f"from {site} (context lost in the hand-off)")
-    moved_in = sum(p.arguments["quantity"] for r in reports for p in r.proposals
+    proposals = [p for r in reports for p in r.proposals]
+    moved_in = sum(p.arguments["quantity"] for p in proposals
                    if p.tool == "move_stock" and p.arguments["to_site"] == site)
-    declared = [p.arguments["quantity"] for r in reports for p in r.proposals
-                if p.tool == "amend_declaration"]
+    declared = [p.arguments["quantity"] for p in proposals if p.tool == "amend_declaration"]
     needed = declared[-1] if declared else order["quantity"]
     available = stock.get(site, 0) + moved_in
-    if available < needed:
+    if available < needed:  # contradicting proposals: export ships what supply does not bring
         conflicts.append(f"export ships {needed} x {order['sku']} from {site}, but {site} will "
                          f"hold {available} ({stock.get(site, 0)} on hand + {moved_in} moved in)")
-    moves = [p for r in reports for p in r.proposals if p.tool == "move_stock"]
-    bookings = [p for r in reports for p in r.proposals if p.tool == "book_transfer"]
+    moves = [p for p in proposals if p.tool == "move_stock"]
+    bookings = [p for p in proposals if p.tool == "book_transfer"]
     if len(moves) != len(bookings):
         conflicts.append(f"{len(moves)} stock move(s) but {len(bookings)} transfer booking(s)")
     return conflicts
@@ -556,23 +571,32 @@ def build_warehouse_graph(db_path: str | None = None, order_id: str = "ORD-1",
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m course.guards.warehouse --db F --thread T start|show|approve|reject|edit``."""
-    parser = argparse.ArgumentParser(description="Start or resume the warehouse approval run.")
+    """``python -m course.guards.warehouse --db F --thread T start|show|approve|reject|edit``;
+    a bad argument or store ends in one line naming it and the fix (exit status 2)."""
+    from course.cli import json_object
+
+    parser = argparse.ArgumentParser(prog="python -m course.guards.warehouse",
+                                     description="Start or resume the warehouse approval run.")
     parser.add_argument("--db", required=True)
     parser.add_argument("--thread", required=True)
     parser.add_argument("--approver", default="human:cli")
-    parser.add_argument("--arguments", default="{}", help="JSON arguments for 'edit'")
+    parser.add_argument("--arguments", type=json_object, default={},
+                        help="JSON arguments for 'edit'")
     parser.add_argument("step", choices=["start", "show", *ACTIONS])
     args = parser.parse_args(argv)
-    graph, warehouse = build_warehouse_graph(args.db)
-    config = thread_config(args.thread)
-    if args.step == "start":
-        graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
-    elif args.step != "show":
-        decision = ApprovalDecision(args.step, args.approver,
-                                    json.loads(args.arguments) if args.step == "edit" else None)
-        decide(graph, config, decision)
-    request = pending_request(graph, config)
+    try:
+        graph, warehouse = build_warehouse_graph(args.db)
+        config = thread_config(args.thread)
+        if args.step == "start":
+            graph.invoke({"messages": [HumanMessage("Prepare order ORD-1.")]}, config)
+        elif args.step != "show":
+            decision = ApprovalDecision(args.step, args.approver,
+                                        args.arguments if args.step == "edit" else None)
+            decide(graph, config, decision)
+        request = pending_request(graph, config)
+    except (RuntimeError, ValueError) as err:  # course errors (a CheckpointStoreError, "not waiting
+        # for a decision") name the input and the fix
+        parser.exit(2, f"{parser.prog} {args.step}: {err}\n")
     print("waiting for:", "nothing" if request is None else request)
     print("executed in this process:", warehouse.executed)
 
