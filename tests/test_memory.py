@@ -21,6 +21,7 @@ from course.memory.chat_graph import (
     PromptRecorder,
     build_chat_graph,
     checkpoint_history,
+    compile_chat_graph,
     format_messages,
     make_prompt,
     prompt_size,
@@ -50,8 +51,27 @@ def test_make_prompt_puts_system_first_and_fills_fields():
     assert isinstance(out[0], SystemMessage) and out[0].content == "Answer in Spanish."
     assert out[-1].content == "hi"
     assert make_prompt().input_variables == ["messages"]
-    with pytest.raises(TypeError, match="system_template"):
+    with pytest.raises(ValueError, match="Invalid template"):  # LangChain's own check
         make_prompt(123)
+
+
+def test_compile_chat_graph_is_the_published_graph_with_a_checkpointer():
+    from langgraph.checkpoint.memory import MemorySaver
+
+    model = scripted("hello", "you are Bob")
+
+    def call_model(state):
+        return {"messages": [model.invoke(state["messages"])]}
+
+    app = compile_chat_graph(call_model)
+    assert isinstance(app.checkpointer, MemorySaver)
+    assert sorted(app.get_graph().nodes) == ["__end__", "__start__", "model"]
+    for text in ("Hi! I'm Bob.", "What's my name?"):
+        app.invoke({"messages": [HumanMessage(text)]}, thread_config("abc123"))
+    assert [m.content for m in saved_messages(app, "abc123")] == [
+        "Hi! I'm Bob.", "hello", "What's my name?", "you are Bob"]
+    saver = MemorySaver()
+    assert compile_chat_graph(call_model, LanguageState, saver).checkpointer is saver
 
 
 def test_build_chat_graph_rejects_bad_arguments():
@@ -220,21 +240,49 @@ def test_concurrent_threads_never_see_each_other(tmp_path):
         run_threads_concurrently(app, {})
 
 
-def test_recorded_qwen2_lines_carry_labels_and_never_invent_a_reply():
+def test_recorded_qwen2_lines_are_the_original_notebooks_outputs():
     qwen = qwen2_memory()
     assert qwen.model == "Qwen/Qwen2-0.5B-Instruct"
     assert {line.label for line in qwen.lines} == {"recorded"}
-    assert qwen.reply("with-history") == "Your name is Bob."
-    assert qwen.reply("language-2") == "Tu nombre es Bob."
-    alone = qwen.line("alone")
-    assert alone.reply is None and alone.shown == "<described: a generic paragraph about what names are>"
-    with pytest.raises(KeyError, match="only describes"):
-        qwen.reply("alone")
+    # Qwen2's own greeting, and the one the notebook's author typed into the history
+    assert qwen.reply("greeting") == "Hello, Bob! How can I assist you today?"
+    typed = qwen.line("typed-greeting")
+    assert typed.reply == "Hello Bob! How can I assist you today?"
+    assert typed.typed_by == "the notebook's author" and qwen.line("greeting").typed_by is None
+    assert qwen.reply("with-history").startswith("Your name is Bob. ")
+    assert qwen.reply("alone").startswith("Your name is your unique identifier")
+    assert (qwen.line("thread-1").thread, qwen.line("thread-1").user) == ("abc123", "Hi! I'm Bob.")
+    assert qwen.reply("pirate") == "Your name is Jim."
+    assert qwen.reply("language-1") == "¡Hola, Bob! ¿Cómo puedo ayudarte hoy?"
+    assert (qwen.line("language-2").user, qwen.reply("language-2")) == (
+        "What is my name?", "Tu nombre es Bob.")
     with pytest.raises(KeyError, match="no recorded line"):
         qwen.line("nope")
-    side = str(qwen.beside({"pirate": "Arr, ye be Jim"}, "measured, X"))
-    assert side.splitlines() == ["user: What is my name?", "  [measured, X] Arr, ye be Jim",
-                                 "  [recorded, Qwen2-0.5B-Instruct] Your name is Jim."]
+    side = qwen.beside({"pirate": "Arr, ye be Jim", "typed-greeting": None}, "measured, X")
+    assert str(side).splitlines() == [
+        "user: What is my name?", "  [measured, X] Arr, ye be Jim",
+        "  [recorded, Qwen2-0.5B-Instruct] Your name is Jim.",
+        "user: Hi! I'm Bob", "  [recorded, typed by the notebook's author] "
+        "Hello Bob! How can I assist you today?"]
+    rows = side.record()["rows"]
+    assert [(r["key"], r["live"], r["author"]) for r in rows] == [
+        ("pirate", "Arr, ye be Jim", "Qwen2-0.5B-Instruct"),
+        ("typed-greeting", None, "typed by the notebook's author")]
+
+
+def test_a_described_reply_is_never_shown_as_text(tmp_path):
+    data = json.loads(QWEN2_MEMORY_FILE.read_text(encoding="utf-8"))
+    data["lines"][1].update(reply=None, description="a generic paragraph about what names are")
+    path = tmp_path / "described.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    alone = _load(path).line("alone")
+    assert alone.shown == "<described: a generic paragraph about what names are>"
+    with pytest.raises(KeyError, match="only describes"):
+        _load(path).reply("alone")
+    data["lines"][1]["description"] = None
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="exactly one of reply or description"):
+        _load(path)
 
 
 def test_recording_loader_rejects_bad_labels(tmp_path):
@@ -318,6 +366,9 @@ def test_history_effect_gain_and_rendering(local):
         effect.probabilities["history"].probability / effect.probabilities["alone"].probability)
     assert effect.gain("history") > 10
     assert "history: P(' Bob') = " in str(effect) and "<table>" in effect._repr_html_()
+    rows = effect.record()["rows"]  # what a notebook test reads
+    assert [r["conversation"] for r in rows] == ["alone", "history"]
+    assert rows[1]["gain"] == pytest.approx(effect.gain("history")) and rows[0]["gain"] == 1.0
 
 
 def test_next_token_probability_bad_input(local):

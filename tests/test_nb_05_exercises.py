@@ -1,68 +1,31 @@
 """Chapter 05's graded checks reject wrong answers: each check cell (hidden tests included, as the
 instructor wrote it) runs against constant, half-right and rule-breaking answers, and against the
-instructor's own solution, without executing the rest of the notebook. The notebook's objects
-the checks read (``app``, ``sql_app``, ``effect`` ...) are rebuilt here with a scripted model
-(and the bundled model for the probability exercise)."""
-
-from pathlib import Path
+instructor's own solution, without executing the rest of the notebook. The notebook's objects the
+checks read are rebuilt here with a scripted model."""
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from course.checkpoints import sqlite_checkpointer, thread_config
+from course.checkpoints import thread_config
 from course.checks import check
 from course.memory.chat_graph import (
-    PromptRecorder,
+    LANGUAGE_TEMPLATE,
     build_chat_graph,
     checkpoint_history,
     saved_messages,
 )
-from course.memory.stateless import history_effect, next_token_probability
-from course.memory.store import ScriptedEcho
 from nbharness import Exercises
 
 EXERCISES = Exercises("05_memory.ipynb")
 
 
-def _make_base(folder: Path) -> dict:
-    recorder = PromptRecorder()
-    app = build_chat_graph(ScriptedEcho(), recorder=recorder)
-    for text in ("Hi! I'm Bob", "What's my name?"):
-        app.invoke({"messages": [HumanMessage(text)]}, thread_config("abc123"))
-    app.invoke({"messages": [HumanMessage("What's my name?")]}, thread_config("xyz789"))
-    db = folder / "conversations.sqlite"
-    sql_app = build_chat_graph(ScriptedEcho(), checkpointer=sqlite_checkpointer(db),
-                               recorder=recorder)
-    for tid, turns in {"sqlite-bob": ["Hi! I'm Bob", "What's my name?"],
-                       "alice": ["Hi! I'm Alice.", "What's my name?"],
-                       "carol": ["Hi! I'm Carol.", "What's my name?"]}.items():
-        for text in turns:
-            sql_app.invoke({"messages": [HumanMessage(text)]}, thread_config(tid))
+@pytest.fixture
+def base():
+    """What the lesson defines before the exercises, fresh per test."""
     return {"check": check, "HumanMessage": HumanMessage, "AIMessage": AIMessage,
             "thread_config": thread_config, "build_chat_graph": build_chat_graph,
             "checkpoint_history": checkpoint_history, "saved_messages": saved_messages,
-            "recorder": recorder, "app": app, "sql_app": sql_app}
-
-
-@pytest.fixture
-def base(tmp_path):
-    """Fresh apps per test: a wrong answer may write to them."""
-    return _make_base(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def probe_namespace(tmp_path_factory):
-    from course.models import probe_model
-
-    base = _make_base(tmp_path_factory.mktemp("ex2"))
-    probe = probe_model()
-    alone = [HumanMessage("What's my name?")]
-    published = [HumanMessage("Hi! I'm Bob"), AIMessage("Hello Bob! How can I assist you today?"),
-                 HumanMessage("What's my name?")]
-    effect = history_effect(probe, {"question alone": alone,
-                                    "after the published greeting": published})
-    return {**base, "probe": probe, "alone": alone, "published_history": published,
-            "effect": effect, "next_token_probability": next_token_probability}
+            "LANGUAGE_TEMPLATE": LANGUAGE_TEMPLATE}
 
 
 def _rejects(number, namespace, answer, label=""):
@@ -73,6 +36,20 @@ def _rejects(number, namespace, answer, label=""):
 def _passes(number, namespace):
     verdict = EXERCISES.grade(number, namespace)
     assert verdict.passed, verdict
+
+
+def _stub(number):
+    """The released stub: the solution region replaced as nbgrader does."""
+    source = EXERCISES.cells[f"ex{number}-solution"]
+    begin, end = source.index("    ### BEGIN SOLUTION"), source.index("### END SOLUTION")
+    return source[:begin] + "    raise NotImplementedError()" + source[end + len("### END SOLUTION"):]
+
+
+@pytest.mark.parametrize("number", [1, 2, 3, 4, 5])
+def test_the_untouched_stub_is_not_yet_done(base, number):
+    before = ("ex1-solution",) if number == 2 else ()
+    verdict = EXERCISES.grade(number, base, _stub(number), before=before, label="the stub")
+    assert verdict.outcome == "not yet done", verdict
 
 
 # --- exercise 1: a reducer -----------------------------------------------------------------
@@ -125,70 +102,66 @@ EX2_WRONG = {
 }
 
 
-@pytest.mark.parametrize("label", sorted(EX2_WRONG))
-def test_exercise2_rejects(base, label):
-    answer = EX2_WRONG[label]
-    assert answer != EX2, f"the wrong answer {label!r} did not change the solution"
-    verdict = EXERCISES.grade(2, base, answer, before=("ex1-solution",), label=label)
+# --- exercise 3: a memory runtime by hand -----------------------------------------------
+
+EX3 = EXERCISES.cells["ex3-solution"]
+EX3_WRONG = {
+    "overwrites the messages": EX3.replace(
+        'state["messages"] = [*state["messages"], *value]', 'state["messages"] = list(value)'),
+    "stores the system message": EX3.replace(
+        'state["messages"] = [*state["messages"], reply]',
+        'state["messages"] = [*state["messages"], system, reply]'),
+    "only the newest message": EX3.replace('chat_model.invoke([system, *state["messages"]])',
+                                           'chat_model.invoke([system, *state["messages"][-1:]])'),
+    "system message last": EX3.replace('chat_model.invoke([system, *state["messages"]])',
+                                       'chat_model.invoke([*state["messages"], system])'),
+    "one state for every thread": EX3.replace(
+        'store.get(thread_id, {"messages": []})', 'store.get("all", {"messages": []})').replace(
+        "store[thread_id] = state", 'store[thread_id] = store["all"] = state'),
+    "language not kept": EX3.replace(
+        'state = dict(store.get(thread_id, {"messages": []}))',
+        'state = {"messages": store.get(thread_id, {"messages": []})["messages"], '
+        '"language": "English"}'),
+    "language never overwritten": EX3.replace(
+        "            state[name] = value", "            state.setdefault(name, value)"),
+}
+
+
+# --- exercise 4: the chat template by hand ---------------------------------------------------
+
+EX4 = EXERCISES.cells["ex4-solution"]
+EX4_WRONG = {
+    "no default system message": EX4.replace(
+        '    if not messages or messages[0].type != "system":\n'
+        '        messages = [SystemMessage("You are a helpful assistant."), *messages]\n', ""),
+    "always the default system message": EX4.replace(
+        'if not messages or messages[0].type != "system":', "if True:"),
+    "no generation prompt": EX4.replace('return turns + "<|im_start|>assistant\\n"', "return turns"),
+    "LangChain's type names as roles": EX4.replace("{ROLES[m.type]}", "{m.type}"),
+    "no newline after the end marker": EX4.replace("<|im_end|>\\n", "<|im_end|>"),
+}
+
+
+# --- exercises 2-4: whole solution cells, each with one rule broken ---------------------------
+
+WRONG_CELLS = {2: (EX2, EX2_WRONG), 3: (EX3, EX3_WRONG), 4: (EX4, EX4_WRONG)}
+BEFORE = {2: ("ex1-solution",)}  # exercise 2's state uses exercise 1's reducer
+
+
+@pytest.mark.parametrize("number,label", [(n, label) for n, (_, wrong) in WRONG_CELLS.items()
+                                          for label in sorted(wrong)])
+def test_exercises_2_to_4_reject_a_broken_rule(base, number, label):
+    solution, wrong = WRONG_CELLS[number]
+    answer = wrong[label]
+    assert answer != solution, f"the wrong answer {label!r} did not change the solution"
+    verdict = EXERCISES.grade(number, base, answer, before=BEFORE.get(number, ()), label=label)
     assert verdict.rejected, verdict
 
 
-def test_exercise2_accepts_the_solution(base):
-    verdict = EXERCISES.grade(2, base, before=("ex1-solution",))
+@pytest.mark.parametrize("number", [2, 3, 4])
+def test_exercises_2_to_4_accept_the_solution(base, number):
+    verdict = EXERCISES.grade(number, base, before=BEFORE.get(number, ()))
     assert verdict.passed, verdict
-
-
-# --- exercise 3: history gain (the bundled model's logits) --------------------------------
-
-def test_exercise3_rejects_and_accepts(probe_namespace):
-    ns = probe_namespace
-    expected = ns["effect"].gain("after the published greeting")
-    wrong = {
-        "constant": lambda messages, prefix="Your name is", target=" Bob": expected,
-        "inverted": lambda messages, prefix="Your name is", target=" Bob": (
-            next_token_probability(ns["probe"], messages[-1:], prefix, target).probability
-            / next_token_probability(ns["probe"], messages, prefix, target).probability),
-        "ignores target": lambda messages, prefix="Your name is", target=" Bob": (
-            next_token_probability(ns["probe"], messages, prefix, " Bob").probability
-            / next_token_probability(ns["probe"], messages[-1:], prefix, " Bob").probability),
-    }
-    for name, answer in wrong.items():
-        _rejects(3, ns, answer, name)
-    _passes(3, ns)
-
-
-# --- exercise 4: read a thread back --------------------------------------------------------
-
-def _any_message(app, thread_ids, text):
-    return [t for t in thread_ids
-            if any(text in m.content for m in saved_messages(app, t))]
-
-
-def _sorted_ids(app, thread_ids, text):
-    return sorted(t for t in thread_ids
-                  if any(m.type == "human" and text in m.content for m in saved_messages(app, t)))
-
-
-def _asks_the_model(app, thread_ids, text):
-    found = []
-    for t in thread_ids:
-        out = app.invoke({"messages": [HumanMessage(f"Did I say {text}?")]}, thread_config(t))
-        if any(m.type == "human" and text in m.content for m in out["messages"][:-2]):
-            found.append(t)
-    return found
-
-
-@pytest.mark.parametrize("wrong", [
-    _any_message, _sorted_ids, _asks_the_model,
-    lambda app, ids, text: ["alice"],
-    lambda app, ids, text: [t for t in ids if text.lower() in t],
-])
-def test_exercise4_rejects(base, wrong):
-    _rejects(4, base, wrong)
-
-
-def test_exercise4_accepts_the_solution(base):
-    _passes(4, base)
 
 
 # --- exercise 5: correct a message with update_state --------------------------------------

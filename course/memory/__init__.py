@@ -1,9 +1,12 @@
 """Chapter 05, where conversation memory lives (notebook ``05_memory``; note 000).
 
 - :mod:`.stateless`: the model keeps nothing; the history changes its next-token probabilities.
-- :mod:`.chat_graph`: the one-node chat graph, prompt assembly and sizes, update rules,
-  the checkpoints of a thread as a table, read-back (chapter 06 builds on it).
-- :mod:`.recorded`: the published Qwen2-0.5B-Instruct replies, loaded from a recording.
+- :mod:`.chat_graph`: the three pieces the lesson writes in its cells (the one-node graph with a
+  checkpointer, the prompt template, the state with its reducer), put together by
+  ``build_chat_graph``; prompt rendering and sizes, the checkpoints of a thread as a table,
+  read-back (chapter 06 builds on it).
+- :mod:`.recorded`: the published Qwen2-0.5B-Instruct replies and the original notebook's stored
+  state, loaded from recordings.
 - :mod:`.store`: the SQLite store under load: another process, two writers on one thread,
   growth with the number of turns.
 - :mod:`.prefix_cache`: reusing the KV cache of a conversation's prefix, measured.
@@ -19,9 +22,10 @@ from course.exports import lazy_exports
 _EXPORTS = {
     "chat_graph": ("LANGUAGE_TEMPLATE", "LanguageState", "PromptRecorder", "build_chat_graph",
                    "checkpoint_history", "format_messages", "invoke_and_record", "make_prompt",
-                   "prompt_kind", "prompt_size", "render_prompt", "saved_messages"),
-    "stateless": ("history_effect", "next_token_probability"),
-    "recorded": ("qwen2_memory",),
+                   "prompt_kind", "prompt_size", "qwen2_chat_text", "render_prompt",
+                   "saved_messages"),
+    "stateless": ("history_effect",),
+    "recorded": ("StoredState", "original_trimming_state", "qwen2_memory"),
     "store": ("ScriptedEcho", "measure_growth", "read_thread_from_file",
               "run_threads_concurrently", "two_writers"),
     "prefix_cache": ("DEFAULT_TURNS", "measure_prefix_reuse"),

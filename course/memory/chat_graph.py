@@ -2,13 +2,16 @@
 
 The model is a function of one token sequence; nothing persists between calls. What a chat app
 "remembers" is state that the runtime saves per thread and turns back into a prompt at every
-call. This module holds the pieces chapter 05 teaches and chapter 06 builds on: the one-node
-chat graph (its node applies an optional transform such as a trimmer to the saved messages
-BEFORE the prompt template adds the system message, as the published notebook did, and returns
-only the reply, which ``add_messages`` appends), the published ``LanguageState`` and its system
-template, a recorder of what the model received at each call (with the exact chat-template
-text), the checkpoints of a thread as a table that renders itself, and a reader for a thread's
-saved messages.
+call. Chapter 05 writes the three pieces of the published notebook in its own cells, and this
+module keeps the same definitions for the cells after them and for chapter 06:
+:func:`compile_chat_graph` (a one-node ``StateGraph`` compiled with a checkpointer),
+:func:`make_prompt` (a ``ChatPromptTemplate``: system instruction, then the saved messages) and
+:class:`LanguageState` (appended messages and a plain ``language`` field) with its system
+template. :func:`build_chat_graph` puts them together: its node applies an optional transform
+such as a trimmer to the saved messages BEFORE the template adds the system message, as the
+published notebook did, records what the model received (with the exact chat-template text),
+and returns only the reply, which ``add_messages`` appends. Also here: the checkpoints of a
+thread as a table that renders itself, and a reader for a thread's saved messages.
 
 Not handled here: trimming (:mod:`course.trimming`), the SQLite store and two writers
 (:mod:`course.checkpoints`, :mod:`course.memory.store`), token probabilities
@@ -27,6 +30,7 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
@@ -45,6 +49,7 @@ __all__ = [
     "as_role_dicts",
     "build_chat_graph",
     "checkpoint_history",
+    "compile_chat_graph",
     "format_messages",
     "invoke_and_record",
     "make_prompt",
@@ -59,8 +64,6 @@ LANGUAGE_TEMPLATE = (
     "You are a helpful assistant. Answer all questions to the best of your ability in {language}."
 )
 """The system instruction of the original notebook's language graph (thread "abc456")."""
-
-MODEL_NODE = "model"
 
 MessageTransform = Callable[[list[BaseMessage]], Sequence[BaseMessage]]
 
@@ -110,17 +113,10 @@ class PromptRecorder:
 
 
 def make_prompt(system_template: str | None = None) -> ChatPromptTemplate:
-    """System instruction first (fields like ``{language}`` filled from state), then messages."""
-    parts: list[Any] = []
-    if system_template is not None:
-        if not isinstance(system_template, str):
-            raise TypeError(
-                f"system_template must be a string like 'Answer in {{language}}.', got "
-                f"{type(system_template).__name__}"
-            )
-        parts.append(("system", system_template))
-    parts.append(MessagesPlaceholder(variable_name="messages"))
-    return ChatPromptTemplate.from_messages(parts)
+    """The published prompt: the system instruction first (fields like ``{language}`` filled
+    from the state), then the saved messages; without a template, the messages alone."""
+    parts = [] if system_template is None else [("system", system_template)]
+    return ChatPromptTemplate.from_messages([*parts, MessagesPlaceholder(variable_name="messages")])
 
 
 def as_role_dicts(messages: Sequence[BaseMessage]) -> list[dict]:
@@ -237,6 +233,18 @@ def invoke_and_record(chat_model: Any, prompt_messages: list[BaseMessage],
     return reply
 
 
+def compile_chat_graph(call_model, state_schema=MessagesState, checkpointer=None):
+    """The published graph: one node, "model", reached from START, compiled with a
+    checkpointer (a ``MemorySaver`` unless one is given). ``call_model(state)`` returns only
+    the reply; the state's reducers decide how it is saved."""
+    workflow = StateGraph(state_schema=state_schema)
+    workflow.add_node("model", call_model)
+    workflow.add_edge(START, "model")
+    if checkpointer is None:
+        checkpointer = MemorySaver()  # the checkpoints live in this process's memory
+    return workflow.compile(checkpointer=checkpointer)
+
+
 def build_chat_graph(
     chat_model: Any,
     *,
@@ -275,14 +283,7 @@ def build_chat_graph(
         prompt_messages = prompt.invoke({**values, "messages": shown}).to_messages()
         return {"messages": [invoke_and_record(chat_model, prompt_messages, recorder)]}
 
-    builder = StateGraph(state_schema)
-    builder.add_node(MODEL_NODE, call_model)
-    builder.add_edge(START, MODEL_NODE)
-    if checkpointer is None:
-        from langgraph.checkpoint.memory import MemorySaver
-
-        checkpointer = MemorySaver()
-    return builder.compile(checkpointer=checkpointer)
+    return compile_chat_graph(call_model, state_schema, checkpointer)
 
 
 def saved_messages(app: Any, thread_id: str) -> list[BaseMessage]:

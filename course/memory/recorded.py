@@ -1,11 +1,13 @@
 """The published Qwen2-0.5B-Instruct replies of the memory notebook, loaded from a recording.
 
 The original notebook (HSE-LAMBDA, described by course note 000) ran its memory examples with
-Qwen2-0.5B-Instruct, which cannot be loaded here. Its replies ship as data in
-``course/data/recordings/memory/qwen2_memory.json``, one line per reply, each with its provenance
-label: ``recorded`` when the source published it (a quoted reply, or a reply the note only
-describes, kept as a description and never as invented text). :meth:`RecordedConversation.beside`
-puts what the active model answers here (``measured``) next to them, each row labelled.
+Qwen2-0.5B-Instruct, which cannot be loaded here. The replies its saved outputs show ship as data
+in ``course/data/recordings/memory/qwen2_memory.json``, one line per text, quoted and labelled
+``recorded``. A text a person typed into the source (the history's greeting, a hand-typed
+``AIMessage``) says so in ``typed_by`` and is never shown as the model's. A line may instead
+carry only a ``description`` where a source describes a reply without quoting it.
+:meth:`RecordedConversation.beside` puts what the active model answers here (``measured``) next to
+them, each row labelled, as a record a test can read.
 
 The trimming app's saved state, as the original notebook read it back after its one turn (thread
 ``abc123``, language Spanish, the user's "Hi! I'm Bob." and an assistant message of 205
@@ -48,6 +50,11 @@ class RecordedLine:
     description: str | None
     label: str
     note: str = ""
+    typed_by: str | None = None
+
+    def author(self, model: str) -> str:
+        """Who wrote the text: ``model``, or the person who typed it into the source."""
+        return f"typed by {self.typed_by}" if self.typed_by else model
 
     @property
     def shown(self) -> str:
@@ -56,28 +63,41 @@ class RecordedLine:
 
 
 @dataclass
-class SideBySide:
-    """Rows of (user message, live reply, published reply), each reply with its label."""
+class SideBySide(Record):
+    """Rows of (user message, live reply, published text), each with its label and author."""
 
     rows: list[tuple[RecordedLine, str]]
     live_label: str
     recorded_model: str
 
+    def record(self) -> dict:
+        return {"live_label": self.live_label, "recorded_model": self.recorded_model,
+                "rows": [{"key": line.key, "user": line.user, "live": None if live is None else str(live),
+                          "published": line.shown, "label": line.label,
+                          "author": line.author(self.recorded_model)}
+                         for line, live in self.rows]}
+
     def __str__(self) -> str:
         lines = []
         for line, live in self.rows:
             lines.append(f"user: {line.user}")
-            lines.append(f"  [{self.live_label}] {' '.join(str(live).split())}")
-            lines.append(f"  [{line.label}, {self.recorded_model}] {line.shown}")
+            if live is not None:
+                lines.append(f"  [{self.live_label}] {' '.join(str(live).split())}")
+            lines.append(f"  [{line.label}, {line.author(self.recorded_model)}] {line.shown}")
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     def _repr_html_(self) -> str:
         esc = html.escape
         head = (f"<tr><th>user</th><th>{esc(self.live_label)}</th>"
-                f"<th>{esc(self.rows[0][0].label if self.rows else 'recorded')}, "
-                f"{esc(self.recorded_model)}</th></tr>")
-        body = "".join(f"<tr><td>{esc(line.user)}</td><td>{esc(str(live))}</td>"
-                       f"<td>{esc(line.shown)}</td></tr>" for line, live in self.rows)
+                f"<th>published (label, author)</th></tr>")
+        body = "".join(
+            f"<tr><td>{esc(line.user)}</td><td>{esc('' if live is None else str(live))}</td>"
+            f"<td>{esc(line.shown)} <i>[{esc(line.label)}, "
+            f"{esc(line.author(self.recorded_model))}]</i></td></tr>"
+            for line, live in self.rows)
         return f"<table>{head}{body}</table>"
 
 
@@ -107,14 +127,16 @@ class RecordedConversation:
             raise KeyError(f"the source only describes the reply {key!r}: {line.description}")
         return line.reply
 
-    def beside(self, live: dict[str, str], live_label: str) -> SideBySide:
-        """Put live replies (by key) beside the published ones; ``live_label`` says what ran."""
+    def beside(self, live: dict[str, str | None], live_label: str) -> SideBySide:
+        """Put live replies (by key) beside the published ones; ``live_label`` says what ran
+        (``None`` for a published line with no live counterpart, such as a typed message)."""
         return SideBySide([(self.line(k), text) for k, text in live.items()], live_label,
                           self.short_model)
 
     def __str__(self) -> str:
         return "\n".join(
-            f"[{line.label}, {self.short_model}] cell {line.cells}: {line.user} -> {line.shown}"
+            f"[{line.label}, {line.author(self.short_model)}] cell {line.cells}: {line.user} -> "
+            f"{line.shown}"
             for line in self.lines)
 
     def _repr_html_(self) -> str:
@@ -168,6 +190,9 @@ class StoredState(Record):
         lines += [f"  {kind} ({len(content)} characters): {content!r}"
                   for kind, content in self.messages]
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # displayed, it reads as printed
+        printer.text(str(self))
 
 
 @cache

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from course.memory.chat_graph import as_role_dicts
+from course.records import Record
 
 __all__ = ["HistoryEffect", "NextTokenProbability", "history_effect", "next_token_probability"]
 
@@ -99,11 +100,20 @@ def _last_logits(model: Any, ids: Any) -> Any:
 
 
 @dataclass
-class HistoryEffect:
+class HistoryEffect(Record):
     """P(target | ... prefix) for several conversations, compared with the first one."""
 
     probabilities: dict[str, NextTokenProbability] = field(default_factory=dict)
     model_name: str = ""
+
+    def record(self) -> dict:
+        return {"model": self.model_name, "rows": [
+            {"conversation": label, "target": p.target, "probability": p.probability,
+             "gain": self.gain(label), "rank": p.rank, "prompt_tokens": p.prompt_tokens,
+             "most_likely": p.top[0][0]} for label, p in self.probabilities.items()]}
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     @property
     def baseline(self) -> NextTokenProbability:
