@@ -5,7 +5,7 @@
 Runs ``tests/test_contract_*.py`` with pytest in a subprocess (``-p no:xdist``, a junit XML in a
 temporary folder, each test bounded by pytest-timeout and the whole run by ``--run-timeout``)
 and prints, per area (settings, cache and doctor, local model, conversation store, tool door,
-workspace, audit, grader, servers), the number of cases and their outcomes: ``ok`` for a case
+workspace, audit, grader, servers, command lines), the number of cases and their outcomes: ``ok`` for a case
 that passes, else the kind its test checks (data loss, hang, raw crash, unclear error, wrong
 result). Each contract test says its kind with ``@pytest.mark.contract("<kind>")`` on the test,
 on one ``pytest.param`` or as the module's ``pytestmark`` (the innermost wins); this file is
@@ -42,6 +42,7 @@ AREAS = {  # test module: area, in the order the table prints them
     "test_contract_grader": "grader",
     "test_contract_grading_more": "grader",
     "test_contract_server": "servers",
+    "test_contract_cli": "command lines",
 }
 COLUMNS = ("ok", *KINDS, "unmarked", "skipped")
 
@@ -137,12 +138,21 @@ def run(junit: Path, timeout: float, run_timeout: float, extra: list[str]) -> in
         return 124
 
 
+def _seconds(maximum: float, example: float):
+    """course.cli's argparse type for seconds (imported when the command line runs: as a pytest
+    plugin this file needs nothing of the course)."""
+    sys.path.insert(0, str(ROOT))
+    from course.cli import seconds
+
+    return seconds(maximum, example=example)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--junit", type=Path, help="keep the junit XML here (default: a temp dir)")
-    parser.add_argument("--timeout", type=float, default=600,
+    parser.add_argument("--timeout", type=_seconds(3600, 600), default=600,
                         help="seconds one test may take before it fails as a hang (600)")
-    parser.add_argument("--run-timeout", type=float, default=5400,
+    parser.add_argument("--run-timeout", type=_seconds(86400, 5400), default=5400,
                         help="seconds the whole run may take (5400)")
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments, e.g. -k")
     args = parser.parse_args(argv)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -506,13 +507,26 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _account_prefix(text: str) -> str:
+    """argparse type: the start of a Unix account name (``useradd``'s rule), at most 20
+    characters, so ``<prefix>teacher`` fits in 32."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,19}", text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} cannot start an account name: give lower-case letters, digits, '_' "
+            "or '-' (starting with a letter or '_', at most 20), e.g. class-")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, default=ROOT / "build" / "class" / "state",
                         help="the class's folder (exchange, configs, hub database)")
-    parser.add_argument("--prefix", default="class-", help="the accounts' name prefix")
+    parser.add_argument("--prefix", type=_account_prefix, default="class-",
+                        help="the accounts' name prefix")
     parser.add_argument("--chapter", default=CHAPTER, help="the chapter released")
-    parser.add_argument("--port", type=int, default=8000)
+    from course.cli import whole_number
+
+    parser.add_argument("--port", type=whole_number(1024, 65535, example=8000), default=8000)
     parser.add_argument("--remove", action="store_true",
                         help="remove the class's accounts (homes archived in <state>/removed-homes)")
     args = parser.parse_args(argv)

@@ -465,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: give at least 1 (notebooks run at once).")
+    if not 1 <= args.timeout <= 86400:
+        parser.error(f"--timeout {args.timeout}: give the seconds one cell may run, from 1 to "
+                     f"86400 (default {DEFAULT_TIMEOUT_S}).")
 
     source = args.source.resolve()
     venv = args.venv if args.venv.is_absolute() else Path.cwd() / args.venv

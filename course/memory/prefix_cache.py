@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from course.cli import whole_number
 from course.tools.constrained import common_prefix_length  # chapter 01's; re-exported here
 
 __all__ = [
@@ -262,12 +263,11 @@ def _main(argv: list[str]) -> int:
         prog="python -m course.memory.prefix_cache",
         description="Measure prefix reuse on the probe model: full recomputation vs the cached "
                     "prefix, per turn of a growing conversation.")
-    parser.add_argument("--turns", type=int, default=len(DEFAULT_TURNS),
+    parser.add_argument("--turns", type=whole_number(1, len(DEFAULT_TURNS), example=4),
+                        default=len(DEFAULT_TURNS),
                         help=f"turns of the default conversation (1-{len(DEFAULT_TURNS)})")
-    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--max-new-tokens", type=whole_number(1, 512, example=16), default=16)
     args = parser.parse_args(argv)
-    if not 1 <= args.turns <= len(DEFAULT_TURNS):
-        parser.error(f"--turns must be between 1 and {len(DEFAULT_TURNS)}")
     from course.models import probe_model, probe_note
     from course.setup import setup_notebook
 
