@@ -308,3 +308,76 @@ def test_bad_summary_graph_arguments():
         build_summary_graph(_scripted([]), ToyCounter(), max_tokens=0)
     with pytest.raises(TypeError, match="chat model"):
         build_summary_graph(None, ToyCounter(), max_tokens=10)
+
+
+def test_keep_newest_is_rules_1_and_3_the_walk_of_trim_messages():
+    from course.trimming.rules import keep_newest
+
+    rng = random.Random(7)
+    for _ in range(200):
+        msgs = make_messages([(rng.choice(["system", "human", "ai"]), "x")
+                              for _ in range(rng.randint(0, 8))])
+        counter = ToyCounter({m.id: rng.randint(1, 12) for m in msgs})
+        budget = rng.randint(0, 50)
+        want = trim_messages(msgs, max_tokens=budget, token_counter=counter, strategy="last",
+                             allow_partial=False) if msgs else []
+        assert [m.id for m in keep_newest(msgs, budget, counter)] == [m.id for m in want]
+
+
+def test_records_say_their_values():
+    from course.records import RECORD_MIME
+    from course.trimming.rules import KeptSets
+
+    report = _worked()
+    values = report._repr_mimebundle_()[RECORD_MIME]
+    assert values["kept"] == [0, 5, 6, 7] and values["kept_tokens"] == 32
+    assert values["decisions"][3]["reason"].startswith("over budget: would make 54 > 42")
+    assert [s["kind"] for s in values["steps"]] == [s.kind for s in report.steps]
+    sets = KeptSets.of({"a": worked_example_messages()[:2]}, worked_example_counter())
+    assert sets.record() == {"kept": {"a": ["You are a helpful assistant.", "My name is Ana."]},
+                             "tokens": {"a": 16}}
+    assert str(sets) == "a  kept ['You are a helpful assistant.', 'My name is Ana.'] (16 tokens)"
+    by_label = KeptSets.of({"toy": worked_example_messages()[:1], "words": worked_example_messages()[:1]},
+                           {"toy": worked_example_counter(), "words": ToyCounter()})
+    assert by_label.tokens == {"toy": 10, "words": 5}
+    table = CountTable.count(eleven_messages()[:2], {"toy": ToyCounter()})
+    assert table.record()["columns"] == {"toy": [4, 3]}
+    assert table.record()["rows"][1]["fallback text"] == "Human: Hi! I'm Bob."
+
+
+def test_a_trimmer_may_not_call_trim_messages_inside_the_guard():
+    from langchain_core.messages import utils
+
+    from course.trimming import rules
+
+    namespace = {"trim_messages": trim_messages, "tm": trim_messages, "other": 1}
+    exec("def mine(m):\n    return trim_messages(m, max_tokens=5, token_counter=len)\n"
+         "def theirs(m):\n    return tm(m, max_tokens=5, token_counter=len)\n"
+         "def explain(m):\n    from course.trimming.rules import trim_and_explain\n"
+         "    return trim_and_explain(m, max_tokens=5, token_counter=len)\n", namespace)
+    msgs = worked_example_messages()
+    for name in ("mine", "theirs", "explain"):
+        with pytest.raises(AssertionError, match="write the rules yourself"), \
+                rules.without_trim_messages(namespace):
+            namespace[name](msgs)
+    with rules.without_trim_messages(namespace):
+        namespace["assigned"] = 2  # what the check assigns inside stays
+    assert namespace["trim_messages"] is namespace["tm"] is trim_messages
+    assert namespace["assigned"] == 2 and namespace["other"] == 1
+    assert utils.trim_messages is trim_messages and rules.trim_and_explain is trim_and_explain
+    assert namespace["mine"](msgs)  # works again outside
+
+
+def test_runs_summary_gives_each_runs_figures(chat, gpt2, model_counter):
+    long_reply = "<|im_start|>system\n" + "a prompt saved by mistake " * 10
+    run = converse(_scripted([long_reply, "ok"]), chat, thread_id="rs",
+                   questions=["Hi! I'm Bob.", "What's my name?"], prompt_counter=model_counter,
+                   reply_counters=_counters(gpt2, model_counter))
+    brief = TurnRuns({"bugged": run.turns}).brief("GPT-2")
+    values = brief.record()["runs"]["bugged"]
+    assert values["turns"] == [1, 2] and values["name_in_prompt"] == [1]
+    assert values["received"] == [2, 2]
+    assert values["stored_chars"] == [2, len(long_reply)]
+    assert str(brief).splitlines()[1].startswith("bugged: name in prompt on turns [1]")
+    assert "Hi! I'm Bob." in run.record()["turns"][0]["prompt_text"]  # the rendered prompt
+    assert run.record()["turns"][0]["reply_chars"] == len(long_reply)

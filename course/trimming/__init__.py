@@ -5,9 +5,9 @@ Read in this order:
 - :mod:`.examples`: the note's worked example, the original 11 messages, the four questions.
 - :mod:`.counters`: token counters (toy, LangChain's GPT-2 fallback, a model's own tokenizer)
   and the side-by-side count table of bug 2.
-- :mod:`.rules`: the four rules (``keep_by_rules``, also written in the chapter's cell) beside
-  ``trim_messages``, and two explanations read from them: a reason per message and the walk
-  back step by step.
+- :mod:`.rules`: rules 1 and 3 (``keep_newest``, also written in the chapter's cell) beside
+  ``trim_messages``, and two explanations read from the four rules: a reason per message and
+  the walk back step by step; kept sets side by side.
 - :mod:`.graph`: the original trimming graph, run turn by turn with and without the bugs.
 - :mod:`.remedies`: a fact field, a summary in the checkpointed state, ``RemoveMessage``.
 
@@ -20,12 +20,13 @@ from course.exports import lazy_exports
 #: by the module that defines it.
 _EXPORTS = {
     "counters": ("CountTable", "Gpt2FallbackCounter", "ModelTokenCounter", "ToyCounter",
-                 "count_each", "worked_example_counter"),
-    "examples": ("QUESTIONS", "WORKED_BUDGET", "eleven_messages", "make_messages",
-                 "parse_conversation", "worked_example_messages"),
-    "graph": ("TurnRuns", "converse", "note_prompt_reconstruction", "pipeline_chat_model"),
+                 "worked_example_counter"),
+    "examples": ("ORIGINAL_SETTINGS", "QUESTIONS", "WORKED_BUDGET", "eleven_messages",
+                 "make_messages", "parse_conversation", "worked_example_messages"),
+    "graph": ("TurnRuns", "converse", "pipeline_chat_model"),
     "remedies": ("build_facts_graph", "build_summary_graph", "extract_user_name", "facts_input"),
-    "rules": ("TrimReport", "keep_by_rules", "refused_options", "trim_and_explain"),
+    "rules": ("KeptSets", "TrimReport", "refused_options", "trim_and_explain",
+              "without_trim_messages"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

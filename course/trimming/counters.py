@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, get_buffer_string
 
+from course.records import Record
 from course.tools.protocol import CHAT_ROLES
 
 __all__ = [
@@ -165,11 +166,12 @@ def counter_name(token_counter: Any) -> str:
 
 
 @dataclass
-class CountTable:
+class CountTable(Record):
     """Messages counted by several counters, side by side (all counts measured here).
 
     ``columns`` maps a label to the per-message counts; ``text_of`` is what the GPT-2
-    fallback tokenizes for each message (``"Human: ..."``).
+    fallback tokenizes for each message (``"Human: ..."``). Its values (:meth:`record`): the
+    rows (role, characters, the fallback's text, each count) and the totals.
     """
 
     messages: list[BaseMessage]
@@ -192,6 +194,11 @@ class CountTable:
         return [{"role": m.type, "fallback text": self.text_of(i),
                  **{label: counts[i] for label, counts in self.columns.items()}}
                 for i, m in enumerate(self.messages)]
+
+    def record(self) -> dict[str, Any]:
+        return {"columns": dict(self.columns), "totals": self.totals,
+                "contents": [str(m.content) for m in self.messages],
+                "rows": self.rows()}
 
     def __str__(self) -> str:
         labels = list(self.columns)

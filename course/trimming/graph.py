@@ -30,16 +30,17 @@ from course.memory.chat_graph import (
     PromptRecorder,
     build_chat_graph,
 )
+from course.records import Record, json_safe
 from course.trimming.counters import as_counter
 from course.trimming.examples import ORIGINAL_BUDGET, ORIGINAL_SETTINGS, QUESTIONS
 
 __all__ = [
     "Conversation",
+    "RunsSummary",
     "TurnRecord",
     "TurnRuns",
     "build_trimming_graph",
     "converse",
-    "note_prompt_reconstruction",
     "pipeline_chat_model",
     "run_turns",
 ]
@@ -54,20 +55,6 @@ def pipeline_chat_model(*, return_full_text: bool, max_new_tokens: int):
     from course.models import probe_chat_model
 
     return probe_chat_model(return_full_text=return_full_text, max_new_tokens=max_new_tokens)
-
-
-def note_prompt_reconstruction(tokenizer: Any, language: str = "English",
-                               question: str = "Hi! I'm Bob.") -> str:
-    """The prompt part of the assistant message bug 1 stored in the note's trimming app.
-
-    Reconstructed: the published graph's system instruction and one user turn rendered by
-    ``tokenizer``'s chat template with the generation prompt. The note gives only the stored
-    message's size (205 characters with the prompt), not its text, nor the language or the
-    question of that turn: ``language`` and ``question`` are the course's guesses.
-    """
-    return tokenizer.apply_chat_template(
-        [{"role": "system", "content": LANGUAGE_TEMPLATE.format(language=language)},
-         {"role": "user", "content": question}], tokenize=False, add_generation_prompt=True)
 
 
 def make_trimmer(token_counter: Any, max_tokens: int = ORIGINAL_BUDGET
@@ -101,6 +88,7 @@ class TurnRecord:
     """One turn: what the model received, and the assistant message that was stored (measured).
 
     ``prompt_tokens`` counts the received messages with the run's model counter;
+    ``prompt_text`` is the prompt as the model's chat template rendered it;
     ``reply_tokens`` counts the stored message with each counter (label -> tokens).
     """
 
@@ -111,6 +99,7 @@ class TurnRecord:
     name_in_prompt: bool
     reply: str
     reply_tokens: dict[str, int] = field(default_factory=dict)
+    prompt_text: str = ""
 
     @property
     def received_roles(self) -> list[str]:
@@ -119,6 +108,10 @@ class TurnRecord:
     @property
     def reply_chars(self) -> int:
         return len(self.reply)
+
+    def values(self) -> dict[str, Any]:
+        """The turn's fields, JSON-safe, with ``reply_chars``: what a record says of it."""
+        return {**json_safe(self), "reply_chars": self.reply_chars}
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {label} tokens" for label, n in self.reply_tokens.items())
@@ -169,17 +162,19 @@ def run_turns(app: Any, recorder: PromptRecorder, questions: Sequence[str], *, t
             reply=str(stored.content),
             reply_tokens={label: c([AIMessage(str(stored.content))])
                           for label, c in counters.items()},
+            prompt_text=call.prompt_text,
         ))
     return records
 
 
 @dataclass
-class TurnRuns:
+class TurnRuns(Record):
     """Several runs of the same questions, side by side per turn (all figures measured here).
 
     A run may stop before the others (a costly run asks fewer questions): its missing turns
     read "not run". ``label`` is the first line of the text and the HTML (the provenance:
     measured, and by which models); :meth:`summary` gives one line per run, ``str()`` every turn.
+    Its values (:meth:`record`): the label and every run's turns.
     """
 
     runs: dict[str, list[TurnRecord]]
@@ -189,16 +184,25 @@ class TurnRuns:
         if not self.runs:
             raise ValueError("runs is empty: give {label: [TurnRecord, ...]}")
 
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label,
+                "runs": {label: [r.values() for r in records]
+                         for label, records in self.runs.items()}}
+
     def turns(self) -> list[int]:
         """Every turn number that any run reached, in order."""
         return sorted({r.turn for records in self.runs.values() for r in records})
 
-    def record(self, label: str, turn: int) -> TurnRecord | None:
+    def turn_record(self, label: str, turn: int) -> TurnRecord | None:
         """Run ``label``'s record of ``turn``, or None if that run did not reach it."""
         return next((r for r in self.runs[label] if r.turn == turn), None)
 
     def first_turn_without_name(self, label: str) -> int | None:
         return next((r.turn for r in self.runs[label] if not r.name_in_prompt), None)
+
+    def brief(self, counter: str | None = None) -> RunsSummary:
+        """:meth:`summary` as a record: one line per run, and the same figures as values."""
+        return RunsSummary(self, counter)
 
     def summary(self, counter: str | None = None) -> str:
         """The label, then one line per run: the turns with the name in the prompt, how many
@@ -236,7 +240,7 @@ class TurnRuns:
         lines = [f"{self.label}; per turn, the stored assistant message's size by each counter:"]
         for t in self.turns():
             for label in self.runs:
-                lines.append(f"turn {t}, {label}: {self._cell(self.record(label, t))}")
+                lines.append(f"turn {t}, {label}: {self._cell(self.turn_record(label, t))}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -245,7 +249,7 @@ class TurnRuns:
         head = "".join(f"<th>{html.escape(label)}</th>" for label in self.runs)
         body = "".join(
             f"<tr><td>{t}</td>"
-            + "".join(f"<td>{html.escape(self._cell(self.record(label, t)))}</td>"
+            + "".join(f"<td>{html.escape(self._cell(self.turn_record(label, t)))}</td>"
                       for label in self.runs) + "</tr>"
             for t in self.turns())
         return (f"<p>{html.escape(self.label)}; token counts of the stored assistant message</p>"
@@ -276,9 +280,43 @@ class TurnRuns:
 
 
 @dataclass
-class Conversation:
+class RunsSummary(Record):
+    """One line per run of a :class:`TurnRuns` (its :meth:`TurnRuns.summary`); its values: per
+    run, the turns run, the turns with the name in the prompt, and the least and most messages
+    received, stored characters and stored ``counter`` tokens."""
+
+    runs: TurnRuns
+    counter: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        values = {}
+        for label, records in self.runs.runs.items():
+            counter = self.counter or next(iter(records[0].reply_tokens), None) if records else None
+
+            def span(numbers: list[int]) -> list[int]:
+                return [min(numbers), max(numbers)] if numbers else []
+
+            values[label] = {
+                "turns": [r.turn for r in records],
+                "name_in_prompt": [r.turn for r in records if r.name_in_prompt],
+                "received": span([len(r.received) for r in records]),
+                "stored_chars": span([r.reply_chars for r in records]),
+                "stored_tokens": span([r.reply_tokens[counter] for r in records] if counter else []),
+            }
+        return {"label": self.runs.label, "counter": self.counter, "runs": values}
+
+    def __str__(self) -> str:
+        return self.runs.summary(self.counter)
+
+    __repr__ = __str__
+
+
+@dataclass
+class Conversation(Record):
     """A graph run over the chapter's questions: the app (to read its state), the prompts the
-    model received (``recorder``), and a :class:`TurnRecord` per turn."""
+    model received (``recorder``), and a :class:`TurnRecord` per turn. Displayed, it shows each
+    turn: what the model received and what was stored; its values (:meth:`record`) are the
+    label, the thread and the turns."""
 
     app: Any
     recorder: PromptRecorder
@@ -289,6 +327,10 @@ class Conversation:
     def __str__(self) -> str:
         """``label`` (the provenance of the replies: measured, which model) first, then turns."""
         return "\n".join([self.label] * bool(self.label) + [t.details() for t in self.turns])
+
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label, "thread_id": self.thread_id,
+                "turns": [t.values() for t in self.turns]}
 
     __repr__ = __str__
 

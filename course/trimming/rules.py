@@ -1,14 +1,14 @@
 """The four trimming rules, walked by hand beside LangChain's ``trim_messages``.
 
-:func:`keep_by_rules` is the four rules as chapter 06 writes them in a cell (the same
-definition, saved here; ``tests/test_nb_06_trimming.py`` checks that the cell's copy, this one
-and ``trim_messages`` agree on the chapter's cases). The kept set a :class:`TrimReport` shows
-always comes from ``trim_messages`` itself. :func:`trim_and_explain` explains it from
-:func:`keep_by_rules` (:func:`_walk`: the walk with and without rule 4 gives where the walk
-back stopped and what rule 4 dropped): a reason per message (:class:`TrimDecision`) and the
-step-by-step walk back from the newest message (:class:`WalkStep`, the lines of
-:meth:`TrimReport.walk_lines`). If the rules and ``trim_messages`` ever disagree it raises
-instead of showing a wrong explanation. The rules:
+:func:`keep_newest` is rules 1 and 3 as chapter 06 writes them in a cell (the same definition,
+saved here): walk back from the newest message, and stop at the first one that does not fit
+whole. The chapter's second exercise adds rules 2 and 4 to it. The kept set a
+:class:`TrimReport` shows always comes from ``trim_messages`` itself; :func:`trim_and_explain`
+explains it from :func:`keep_newest` plus rules 2 and 4 (:func:`_walk`): a reason per message
+(:class:`TrimDecision`) and the step-by-step walk back (:class:`WalkStep`, the lines of
+:meth:`TrimReport.walk_lines`). If the explanation and ``trim_messages`` ever disagree it raises
+instead of showing a wrong explanation. :class:`KeptSets` puts kept sets side by side (one rule
+switched off, then on). The rules:
 
 1. keep the newest messages (walk back from the newest one);
 2. always keep the system instruction and count it in the budget (``include_system=True``);
@@ -21,25 +21,30 @@ counters that are not monotone (more messages must never count fewer tokens).
 
 from __future__ import annotations
 
+import contextlib
 import html
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
+from unittest.mock import patch
 
 from langchain_core.messages import BaseMessage, trim_messages
 
+from course.records import Record
 from course.trimming.counters import TokenCounter, as_counter, count_each, counter_name
 
 __all__ = [
     "REASON_FITS",
     "REASON_SYSTEM",
+    "KeptSets",
     "TrimDecision",
     "TrimReport",
     "WalkStep",
     "check_budget",
-    "keep_by_rules",
+    "keep_newest",
     "refused_options",
     "trim_and_explain",
+    "without_trim_messages",
 ]
 
 REASON_SYSTEM = "system kept (rule 2: always kept, counted in the budget)"
@@ -90,20 +95,16 @@ class WalkStep:
         return self.text
 
 
-def keep_by_rules(messages: Sequence[BaseMessage], max_tokens: int, count: TokenCounter, *,
-                  include_system: bool = True, start_on: str | None = "human") -> list[int]:
-    """The indices of the messages the four rules keep, oldest first (chapter 06's cell)."""
-    start, budget = 0, max_tokens
-    if include_system and messages and messages[0].type == "system":  # rule 2: always kept,
-        start, budget = 1, max(0, max_tokens - count([messages[0]]))   # and counted
-    tail: list[int] = []
-    for i in range(len(messages) - 1, start - 1, -1):                 # rule 1: newest first
-        if count([messages[j] for j in [i, *tail]]) > budget:         # rule 3: a message fits
-            break                                                     # whole, or the walk stops
-        tail.insert(0, i)
-    while tail and start_on and messages[tail[0]].type != start_on:   # rule 4: start on a
-        tail.pop(0)                                                   # user turn
-    return [*range(start), *tail]
+def keep_newest(messages, max_tokens, count):
+    """Rules 1 and 3: the newest messages that fit the budget whole, oldest first.
+
+    ``messages`` are LangChain messages, ``count(messages) -> tokens`` a monotone counter."""
+    kept = []
+    for message in reversed(messages):             # rule 1: walk back from the newest
+        if count([message, *kept]) > max_tokens:   # rule 3: it fits whole,
+            break                                  # or the walk stops here
+        kept.insert(0, message)
+    return kept
 
 
 def _walk(messages: list[BaseMessage], max_tokens: int, count: TokenCounter, strategy: str,
@@ -129,15 +130,16 @@ def _walk(messages: list[BaseMessage], max_tokens: int, count: TokenCounter, str
                                   f"+ {_label(m)}: {count([m])} -> {total} <= {max_tokens}, fits"))
         kept = used
     else:
-        # The walk of keep_by_rules, read back: without rule 4 it gives the tail that fitted
-        # (so where the walk stopped), with rule 4 what was dropped from its front.
+        # Rule 2 sets the system message aside and takes its tokens out of the budget; the
+        # walk of keep_newest (rules 1 and 3) gives the tail that fitted, so where it stopped;
+        # rule 4 then drops from the tail's front until it starts on a user turn.
         with_system = include_system and bool(messages) and messages[0].type == "system"
         start = 1 if with_system else 0
         budget = max(0, max_tokens - count([messages[0]])) if with_system else max_tokens
-        fitted = keep_by_rules(messages, max_tokens, count, include_system=include_system,
-                               start_on=None)[start:]
-        tail = keep_by_rules(messages, max_tokens, count, include_system=include_system,
-                             start_on=start_on)[start:]
+        fitted = list(range(n - len(keep_newest(messages[start:], budget, count)), n))
+        tail = list(fitted)
+        while tail and start_on and messages[tail[0]].type != start_on:
+            tail.pop(0)
         if with_system:
             sys_tokens = count([messages[0]])
             verdict[0] = (True, REASON_SYSTEM)
@@ -181,8 +183,12 @@ def _walk(messages: list[BaseMessage], max_tokens: int, count: TokenCounter, str
 
 
 @dataclass
-class TrimReport:
-    """``trim_messages``' result beside the per-message explanation and the walk's steps."""
+class TrimReport(Record):
+    """``trim_messages``' result beside the per-message explanation and the walk's steps.
+
+    Displayed, it shows a table (one row per message, kept or dropped, and why); its values
+    (:meth:`record`) are the kept indices and contents, the token totals, each decision and
+    each step of the walk."""
 
     messages: list[BaseMessage]
     kept: list[BaseMessage]
@@ -205,6 +211,14 @@ class TrimReport:
     def walk_lines(self) -> list[str]:
         """The walk back from the newest message, one line per step (rules 1, 2 and 4)."""
         return [s.text for s in self.steps]
+
+    def record(self) -> dict[str, Any]:
+        return {"kept": self.kept_indices, "kept_contents": self.kept_contents,
+                "kept_tokens": self.kept_tokens, "total_tokens": self.total_tokens,
+                "max_tokens": self.max_tokens, "counter": self.counter,
+                "settings": dict(self.settings),
+                "decisions": [asdict(d) for d in self.decisions],
+                "steps": [asdict(s) for s in self.steps]}
 
     def summary(self) -> str:
         return (f"kept {len(self.kept)} of {len(self.messages)} messages, {self.kept_tokens} "
@@ -235,6 +249,56 @@ class TrimReport:
         return ("<table><tr><th>#</th><th>role</th><th>message</th><th>tokens</th>"
                 "<th>kept?</th><th>reason</th></tr>" + "".join(rows) + "</table>"
                 f"<p>{html.escape(self.summary())}</p>")
+
+
+@dataclass
+class KeptSets(Record):
+    """Kept sets side by side: for each label (a setting), the contents kept and their tokens."""
+
+    kept: dict[str, list[str]]
+    tokens: dict[str, int]
+
+    @classmethod
+    def of(cls, labelled: Mapping[str, Sequence[BaseMessage]],
+           count: Any | Mapping[str, Any]) -> KeptSets:
+        """Each label's kept messages, counted by ``count`` (or by ``count[label]``)."""
+        def counter(label: str) -> TokenCounter:
+            return as_counter(count[label] if isinstance(count, Mapping) else count)
+
+        return cls({label: [str(m.content) for m in kept] for label, kept in labelled.items()},
+                   {label: counter(label)(list(kept)) for label, kept in labelled.items()})
+
+    def __str__(self) -> str:
+        width = max(map(len, self.kept), default=0)
+        return "\n".join(f"{label:<{width}}  kept {contents} ({self.tokens[label]} tokens)"
+                         for label, contents in self.kept.items())
+
+    __repr__ = __str__
+
+
+@contextlib.contextmanager
+def without_trim_messages(namespace: dict[str, Any]) -> Iterator[None]:
+    """While inside, ``trim_messages`` (under any name in ``namespace`` and in LangChain) and
+    :func:`trim_and_explain` raise ``AssertionError``: a check runs a student's trimmer in it to
+    see that the student's own rules did the trimming."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("your trimmer called trim_messages (or trim_and_explain): write "
+                             "the rules yourself; keep_newest from the lesson may help")
+
+    from langchain_core.messages import utils
+
+    real = (trim_messages, trim_and_explain)
+    shadowed = {name: value for name, value in list(namespace.items())
+                if any(value is r for r in real)}
+    namespace.update(dict.fromkeys(shadowed, refuse))
+    try:
+        with patch.object(utils, "trim_messages", refuse), \
+                patch("langchain_core.messages.trim_messages", refuse), \
+                patch(f"{__name__}.trim_and_explain", refuse):
+            yield
+    finally:  # only the names shadowed here: what the check assigned inside stays
+        namespace.update(shadowed)
 
 
 def check_budget(max_tokens: Any, *, at_least: int = 0) -> int:
