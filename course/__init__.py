@@ -23,7 +23,8 @@ library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doct
 and LangGraph graphs drawn offline), :mod:`course.workspace` (the student's copy of the
 notebooks), :mod:`course.exports` (a chapter package's names, imported on first use), :mod:`course.quiz`
 (every chapter's quiz; its widget is ``widgets.quiz``), :mod:`course.memory_release` (a kernel
-gives back what a model's work freed) and the package :mod:`course.grading` (student edition and
+gives back what a model's work freed), :mod:`course.cli` (what the command lines share: bad
+options refused by name, committed results never overwritten by default) and the package :mod:`course.grading` (student edition and
 the class grader).
 Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face
 model is chosen), before any Hugging Face library is imported.
