@@ -337,7 +337,7 @@ def test_each_student_fetches_their_feedback_without_hidden_tests(hub, pages, sh
         scores = re.findall(r"Score: ([\d.]+) / ([\d.]+)", text)
         assert scores and tuple(map(float, scores[0])) == (total, MAX), (name, scores[:3])
         if name == "bob":
-            assert "[try again] Exercise 2: token_budget_for" in text
+            assert "[try again] Exercise 2: agent_loop" in text
         assert pages_[0].stat().st_uid == hub.home(student).stat().st_uid  # their own copy
         # Byte for byte the page generate_feedback wrote: what tests/test_feedback.py checks
         # for every chapter is what every student fetches.

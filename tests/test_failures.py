@@ -21,6 +21,7 @@ from course.loop.failures import (
     multiply,
     reference_rate,
 )
+from course.loop.remedies import agrees, dry_run, keep_recent, with_approval
 
 
 def test_wrong_arguments_are_refused_before_running():
@@ -89,13 +90,28 @@ def test_compact_state_costs_fewer_tokens():
     assert "fewer" in demo.outcome[-2] and demo.outcome[-1] == "unit: word-and-punctuation count, not a tokenizer"
 
 
-def test_dry_run_writes_nothing():
+def test_dry_run_writes_nothing_and_approval_gates_the_write():
     demo = demo_silent_side_effects()
     assert "'pallet-B': 0" in demo.outcome[0] and "would have written" in demo.outcome[1]
-    inventory = Inventory({"a": 1}, dry_run=True)
+    assert "said no" in demo.outcome[2] and "'pallet-B': 12}" in demo.outcome[2]
+    inventory = Inventory({"a": 1})
     read, write = inventory.tools()
-    assert write("a", 5).startswith("DRY RUN") and inventory.stock == {"a": 1}
-    assert read("a") == "a: 1 units"
+    would: list[str] = []
+    assert dry_run(write, would)(item="a", units=5).startswith("DRY RUN") and inventory.stock == {"a": 1}
+    assert would == ["set_stock({'item': 'a', 'units': 5})"] and read("a") == "a: 1 units"
+    assert with_approval(write, lambda name, arguments: False)(item="a", units=5).startswith("not executed")
+    assert inventory.stock == {"a": 1}
+    assert with_approval(write, lambda name, arguments: True)(item="a", units=5) == "done: set a from 1 to 5"
+    assert inventory.stock == {"a": 5}
+
+
+def test_remedies_in_a_few_lines():
+    assert agrees(0.93, 0.926) and not agrees(1.08, 0.926)
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "t"}]
+    steps = [{"role": r, "content": str(i)} for i in range(3) for r in ("assistant", "tool")]
+    kept = keep_recent(messages + steps)
+    assert kept[:2] == messages and kept[-2:] == steps[-2:] and "2 earlier step(s)" in kept[2]["content"]
+    assert keep_recent(messages) == messages
 
 
 def test_weather_tool_and_all_rows():

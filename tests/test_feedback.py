@@ -98,5 +98,5 @@ def test_hand_back_holds_no_hidden_test(course, chapter, tmp_path):
 def test_a_failed_hidden_test_keeps_its_verdict_not_its_source(course):
     graded(course, "03_agent_loop")
     page = (course / "feedback" / STUDENT / "03_agent_loop" / "03_agent_loop.html").read_text()
-    assert "[try again] Exercise 2: token_budget_for" in page
+    assert "[try again] Exercise 2: agent_loop" in page
     assert "CheckFailed" in page

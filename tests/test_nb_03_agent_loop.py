@@ -1,4 +1,7 @@
-"""Notebook 03: the agent loop, its stop rules, budgets in the libraries, failures, pipelines."""
+"""Notebook 03: the agent loop, its stop rules, budgets, failures with their remedies, pipelines.
+
+The records the lesson displays (a trajectory, the stop table, a run, the measured comparison)
+are read as values (``run.record``); short printouts of demonstrations are read as text."""
 
 import re
 
@@ -11,44 +14,28 @@ NOTEBOOK = "03_agent_loop.ipynb"  # executed once by the shared ``run`` fixture 
 
 
 def test_bond_trajectory_searches_then_generates_the_searched_car(run):
-    text = run.text("bond-trajectory")
-    assert text.startswith("[scripted: the ideal Bond trajectory")  # the label rule
-    assert "action:      web_search(query='car James Bond latest movie')" in text
-    assert "action:      text_to_image(prompt='Aston Martin DB5')" in text
-    assert "the cell's loop stopped: final_answer after 3 step(s)" in text
-    assert "run_loop: stopped: final_answer after 3 step(s)" in text
-    assert "the image tool was asked for: ['Aston Martin DB5']" in text
+    trajectory = run.record("bond-trajectory")
+    assert trajectory["label"] == "reconstructed (from the note): the ideal Bond trajectory"
+    calls = [s["call"] for s in trajectory["steps"]]
+    assert calls == ["web_search(query='car James Bond latest movie')",
+                     "text_to_image(prompt='Aston Martin DB5')", None]
+    assert trajectory["steps"][-1]["final_answer"].startswith("<image")
+    assert "Aston Martin DB5" in trajectory["steps"][0]["observation"]
+    assert run.text("bond-trajectory").startswith("[reconstructed (from the note)")
 
 
-def test_the_loop_written_in_the_cell_agrees_with_run_loop(run):
-    assert run.cells("agent-loop")[0].source.count("return steps, ") == 7  # one per stop
-    header, *lines = run.text("loop-agree").splitlines()
-    assert header.endswith("(scripted models):")
-    assert len(lines) == 7 and all(line.endswith("same steps: True") for line in lines)
-    reasons = {line.split(" cell: ")[0].strip(): line.split(" cell: ")[1].split(" | ")[0] for line in lines}
-    assert reasons == {"bond trajectory": "final_answer at 3", "model error at step 3": "model_error at 3",
-                       "no limits but 12 steps, repeats allowed": "final_answer at 9",
-                       "max_steps=5, repeats allowed": "max_steps at 5",
-                       "token_budget=2000, repeats allowed": "token_budget at 4",
-                       "cost_budget=$0.004, repeats allowed": "cost_budget at 3",
-                       "repeat detection on": "repeat at 3"}
-    source = run.text("loop-source")
-    assert re.match(r"run_loop is \d+ lines; its stop rules", source)
-    for piece in ("# 3. budgets", "return finish(StopReason.TOKEN_BUDGET", "# 5. repeat detection",
-                  "registry.execute(decision.call.name"):
-        assert piece in source, piece
+def test_the_lesson_loop_is_a_step_in_two_halves_without_other_stops(run):
+    source = run.cells("loop-step")[0].source
+    assert source.startswith("# saved in course.loop.agent_loop")
+    assert "def decide(" in source and "def call_and_observe(" in source
+    assert "while not steps or steps[-1].final_answer is None" in run.cells("bond-trajectory")[0].source
 
 
-def test_smolagents_plans_every_two_steps(run):
-    lines = run.text("planning-smolagents").splitlines()
-    assert lines[0] == "[scripted model; smolagents CodeAgent, planning_interval=2]"
-    kinds = [line.split(" (")[0].strip() for line in lines[1:-1]]
-    assert kinds == ["planning step", "action step 1", "action step 2", "planning step", "action step 3"]
-    assert "check it with reference_rate" in lines[1] and "use the reference rate 0.926" in lines[4]
-    assert "-> 1 USD = 1.08 EUR" in lines[2] and "-> 1 USD = 0.926 EUR" in lines[3]
-    prompts = [int(t) for t in re.findall(r"prompt (\d+) tokens", "\n".join(lines))]
-    assert len(prompts) == 5 and prompts[0] < prompts[1] and prompts[3] < prompts[2]  # plans: own prompts
-    assert lines[-1].startswith("answer: 231.50")
+def test_context_grows_every_step(run):
+    values = [s["input_tokens"] for s in run.record("bond-trajectory")["steps"]]
+    assert len(values) == 3 and values == sorted(values) and values[0] < values[-1]
+    printed = re.search(r"input tokens per step: \[([\d, ]+)\]", run.text("state-grows"))
+    assert [int(v) for v in printed.group(1).split(",")] == values
 
 
 def test_no_red_log_lines_and_no_wall_of_output(run):
@@ -61,54 +48,34 @@ def test_no_red_log_lines_and_no_wall_of_output(run):
         assert len(run.text(cell.id)) <= 3000, (cell.id, len(run.text(cell.id)))
 
 
-def test_context_grows_every_step(run):
-    numbers = re.search(r"input tokens per step: \[([\d, ]+)\]", run.text("state-grows"))
-    values = [int(v) for v in numbers.group(1).split(",")]
-    assert len(values) == 3 and values == sorted(values) and values[0] < values[-1]
-
-
 def test_each_stop_rule_is_recorded(run):
-    lines = run.text("stop-rules").splitlines()
-    reasons = {line.split("->")[0].strip(): line.split("->")[1].split()[0] for line in lines}
-    assert reasons == {
-        "no limits but 12 steps, repeats allowed": "final_answer",
-        "max_steps=5, repeats allowed": "max_steps",
-        "token_budget=2000, repeats allowed": "token_budget",
-        "cost_budget=$0.004, repeats allowed": "cost_budget",
-        "repeat detection on": "repeat",
+    table = run.record("stop-rules")
+    assert {label: (row["stop_reason"], row["steps"]) for label, row in table.items()} == {
+        "final answer only (12 steps allowed)": ("final_answer", 9),
+        "max_steps=5": ("max_steps", 5),
+        "token_budget=2000": ("token_budget", 4),
+        "cost_budget=$0.004": ("cost_budget", 3),
+        "repeat detection": ("repeat", 3),
     }
-    assert "at step 9" in lines[0] and "at step 5" in lines[1] and "at step 3" in lines[4]
-    text = run.text("model-error")
-    assert "stopped: model_error after 3 step(s)" in text and "steps kept: 3" in text
+    assert table["token_budget=2000"]["total_tokens"] > 2000  # over by the step whose call never ran
 
 
 def test_plan_is_revised(run):
     text = run.text("plan-revision")
     assert "plan 2: rate verified: use the reference rate" in text
-    assert "stopped: final_answer" in text
-
-
-def test_smolagents_and_langgraph_limits(run):
-    smol = run.text("smolagents-budgets")
-    assert "stopped: repeat after 2 step(s)" in smol
-    assert "stopped: token_budget after" in smol
-    assert "stopped: max_steps after 2 step(s)" in smol
-    assert "scripted" in smol
-    graph = run.text("langgraph-budgets")
-    assert "stopped: recursion_limit after 4 step(s)" in graph
-    assert "stopped: token_budget after" in graph and "budget in state" in graph
-    assert "checkpoint after the GraphRecursionError holds 8 messages" in graph
+    conversion = run.record("plan-revision")
+    assert conversion["stop_reason"] == "final_answer"
+    assert conversion["final_answer"] == "250 USD = 231.50 EUR"
 
 
 def test_widgets_show_and_move_the_stop(run):
-    assert run.has_widget("budgets-widget")
-    moved = run.text("widget-moved").splitlines()
-    assert moved[0].startswith("stopped: final_answer after 9 step(s)")
-    assert moved[1].startswith("stopped: token_budget after")
-    recorded = run.text("recorded-widget")
-    assert "stopped: token_budget after 2 step(s) (5428 tokens > budget 5000)" in recorded
-    assert "unit: tokens as in the recording (recorded/derived; Qwen/Qwen3-4B-Instruct-2507" in recorded
-    assert "word-and-punctuation count" in moved[0]  # the scripted run names its unit
+    assert run.has_widget("budgets-widget") and run.has_widget("recorded-widget")
+    replay = run.record("recorded-widget")
+    assert (replay["stop_reason"], len(replay["steps"])) == ("token_budget", 2)
+    assert replay["stop_detail"] == "5428 tokens > budget 5000"
+    assert [s["input_tokens"] for s in replay["steps"]] == [2083, 3345]
+    assert replay["token_unit"].startswith("tokens as in the recording (recorded/derived; "
+                                           "Qwen/Qwen3-4B-Instruct-2507")
 
 
 def test_reliability_monte_carlo_matches_the_product(run):
@@ -117,30 +84,46 @@ def test_reliability_monte_carlo_matches_the_product(run):
     estimates = [float(x) for x in re.findall(r"runs succeeded = ([\d.]+)", text)]
     assert abs(estimates[0] - 0.95**10) < 0.02
     assert abs(estimates[1] - 0.9975**10) < 0.02 and estimates[1] > estimates[0]
-    assert run.has_image("reliability-plot")
+    assert run.has_image("reliability")
 
 
-def test_failure_table_demonstrations(run):
-    assert "unknown_tool (not executed)" in run.text("failure-wrong-args")
-    assert "invalid_arguments (not executed)" in run.text("failure-wrong-args")
+def test_the_note_tables_are_verbatim(run):
+    failures = run.cells("c25")[0].source
+    for row in ("| Looping | the same call, the same result, no progress | step and cost budgets, "
+                "repeat detection |",
+                "| Silent side effects | a write happened that should not have | confirmation, "
+                "dry-run modes, reversible actions first |"):
+        assert row in failures, row
+    assert failures.count("\n| ") == 8  # header, rule and seven rows
+    table = run.cells("c43b")[0].source
+    assert "| Cost | fixed | one extra generation | unbounded without budgets |" in table
+    assert "| Predictability | high | medium | low |" in table
+
+
+def test_failure_rows_show_their_remedies(run):
+    for cell in ("failure-fabricated", "failure-accumulation", "failure-cost", "failure-side-effects"):
+        assert run.cells(cell)[0].source.startswith("# saved in course.loop.remedies"), cell
+    door = run.text("failure-wrong-args")
+    assert "weather({'city': 'Paris'}): unknown_tool, executed=False" in door
+    assert "units': 'kelvin'}): invalid_arguments, executed=False" in door
+    assert "get_weather({'city': 'Paris'}): ok, executed=True" in door
     fabricated = run.text("failure-fabricated")
-    assert "final answer states 22, which no tool returned" in fabricated
-    assert "fabricated tool message" in fabricated and "no problems" in fabricated
-    looping = run.text("failure-looping")
-    assert "repeat detection off: stopped: max_steps" in looping
-    assert "repeat detection on:  stopped: repeat after 3" in looping
+    assert "'It is 22 °C and sunny in Paris.' -> numbers no tool returned: ['22']" in fabricated
+    assert "'It is 14 °C in Paris.' -> numbers no tool returned: []" in fabricated
     accumulation = run.text("failure-accumulation")
-    assert "without verification: 250 USD = 270.00 EUR" in accumulation
-    assert "with verification:    250 USD = 231.50 EUR" in accumulation
+    assert "agrees with the reference 0.926: False" in accumulation
+    assert "(no verification): 250 USD = 270.00 EUR" in accumulation
+    assert "(with verification): 250 USD = 231.50 EUR" in accumulation
     injection = run.text("failure-injection")
-    assert re.search(r"send_email allowed\): the model called send_email 1 time\(s\); emails actually sent: 1", injection)
-    assert re.search(r"not allowed: the model called send_email 1 time\(s\); emails actually sent: 0 \(not_allowed\)",
-                     injection)
+    assert "send_email allowed=True" in injection and "door: ok; emails actually sent: 1" in injection
+    assert "door: not_allowed; emails actually sent: 0" in injection
     cost = run.text("failure-cost")
     saved = re.search(r"input tokens: (\d+) -> (\d+) \((\d+)% fewer\); same answer: True", cost)
     assert saved and int(saved.group(2)) < int(saved.group(1))
     effects = run.text("failure-side-effects")
-    assert "'pallet-B': 0" in effects and "would have written: ['set pallet-B from 12 to 0']" in effects
+    assert "'pallet-B': 0}" in effects  # the live run wrote
+    assert "would have written: [\"set_stock({'item': 'pallet-B', 'units': 0})\"]" in effects
+    assert "said no; stock {'pallet-A': 40, 'pallet-B': 12}" in effects
 
 
 def test_pipeline_vs_agent_figures_present(run):
@@ -153,16 +136,20 @@ def test_pipeline_vs_agent_figures_present(run):
     assert "probe model: SmolLM2-135M-Instruct (bundled)" in text
     assert re.search(r"agent \[measured\] model: agent model \(ChatHuggingFace\)", text)
     assert "prompts continued from the first prompt's KV cache" in text  # its seconds say how
-    assert "label probabilities" in run.text("pipeline-outputs")
-    table = "".join(out.get("data", {}).get("text/markdown", "")
-                    for out in run.cells("note-table")[0].outputs)
-    assert "(measured)" in table and "who decides the steps" in table
     floor = run.text("agent-floor")
+    assert "label probabilities" in floor
     assert re.search(r"^agent that works \[scripted\]: 2 model calls, \d+ tokens -> billing", floor, re.M)
     pipeline_tokens = int(re.search(r"pipeline \[measured\]: 1 model call, (\d+) tokens", floor).group(1))
     floor_tokens = int(re.search(r"2 model calls, (\d+) tokens", floor).group(1))
     assert floor_tokens > 2 * pipeline_tokens  # each step re-reads instructions, ticket and history
     assert re.search(r"^live agent \[measured\]: routed right in \d of 3 runs", floor, re.M)
+    measured = run.record("note-table")["figures"]
+    assert measured["pipeline"]["runs"] == measured["agent"]["runs"] == 3
+    assert measured["pipeline"]["model calls per run"] == 1
+    assert measured["pipeline"]["correct"] == 3
+    markdown = "".join(out.get("data", {}).get("text/markdown", "")
+                       for out in run.cells("note-table")[0].outputs)
+    assert "measured here (N = 3 runs each, one ticket)" in markdown
 
 
 TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
@@ -186,7 +173,7 @@ def test_the_fine_tuned_model_runs_the_routing_loop_beside_the_base(run):
     assert len(replies) == 6  # 3 runs x 2 steps
     calls = sum("CALL route_to(" in r for r in replies)
     assert calls == 2 and f"agent, base + adapter: {calls} of 6 replies hold the loop's call" in text
-    said = run.text("pipeline-outputs").split("(every step of every run):\n")[1].split("\npipeline:")[0]
+    said = run.text("agent-floor").split("(every step of every run):\n")[1].split("\npipeline [")[0]
     base_calls = said.count("CALL route_to(")  # the base, default setting: fewer (the prose says so)
     assert base_calls < calls and f"agent, active model: {base_calls} of 6 replies hold" in text
     assert "CALL route_to(payment=" in text  # a parameter the tool does not have
@@ -215,7 +202,7 @@ def test_the_four_cases_that_need_no_agent(run):
 def test_quiz_and_exercises_pass(run):
     assert "[passed] Quiz" in run.text("quiz-check")
     assert run.has_widget("quiz") and run.text("quiz").count("\nq") == 5
-    for n, title in [(1, "first_repeat"), (2, "token_budget_for"), (3, "success_with_retries"),
+    for n, title in [(1, "first_repeat"), (2, "agent_loop"), (3, "call_with_retries"),
                      (4, "keep_last_observation"), (6, "no_progress")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
 
@@ -223,10 +210,41 @@ def test_quiz_and_exercises_pass(run):
 def test_chapter_shape(run):
     ids = [c.id for c in run.nb.cells]
     assert ids[1] == "goals" and "Learning goals" in run.nb.cells[1].source
-    order = [ids.index(i) for i in ("goals", "agent-loop", "c45-summary", "quiz", "quiz-answers",
-                                    "quiz-check", "exercises", "ex1-solution")]
+    order = [ids.index(i) for i in ("goals", "loop-step", "c45-summary", "quiz-heading", "quiz",
+                                    "quiz-answers", "quiz-check", "exercises", "ex1-solution",
+                                    "going-further")]
     assert order == sorted(order)
     assert run.cells("exercises")[0].source.startswith("## Exercises")
+    core = ids[:ids.index("quiz-heading")]
+    for later in ("planning-smolagents", "smolagents-budgets", "langgraph-budgets", "model-error",
+                  "limit-knowing", "tuned-routing"):
+        assert later not in core, later  # beyond the note, or chapter 07's model: Going further
+
+
+def test_smolagents_plans_every_two_steps(run):
+    lines = run.text("planning-smolagents").splitlines()
+    assert lines[0] == "[scripted model; smolagents CodeAgent, planning_interval=2]"
+    kinds = [line.split(" (")[0].strip() for line in lines[1:-1]]
+    assert kinds == ["planning step", "action step 1", "action step 2", "planning step", "action step 3"]
+    assert "check it with reference_rate" in lines[1] and "use the reference rate 0.926" in lines[4]
+    assert "-> 1 USD = 1.08 EUR" in lines[2] and "-> 1 USD = 0.926 EUR" in lines[3]
+    prompts = [int(t) for t in re.findall(r"prompt (\d+) tokens", "\n".join(lines))]
+    assert len(prompts) == 5 and prompts[0] < prompts[1] and prompts[3] < prompts[2]  # plans: own prompts
+    assert lines[-1].startswith("answer: 231.50")
+
+
+def test_smolagents_and_langgraph_limits(run):
+    smol = run.text("smolagents-budgets")
+    assert "stopped: repeat after 2 step(s)" in smol
+    assert "stopped: token_budget after" in smol
+    assert "stopped: max_steps after 2 step(s)" in smol
+    assert "scripted" in smol
+    graph = run.text("langgraph-budgets")
+    assert "stopped: recursion_limit after 4 step(s)" in graph
+    assert "stopped: token_budget after" in graph and "budget in state" in graph
+    assert "checkpoint after the GraphRecursionError holds 8 messages" in graph
+    text = run.text("model-error")
+    assert "stopped: model_error after 3 step(s)" in text and "steps kept: 3" in text
 
 
 def test_graphs_are_drawn_from_the_graphs(run):

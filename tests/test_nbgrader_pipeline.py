@@ -6,8 +6,8 @@ Two courses, three submissions each: full (right answers), untouched (the releas
 
 - A chapter as an instructor assigns it: ``03_agent_loop`` (six auto-graded checks, 10 points:
   the quiz and five exercises, and a written answer worth 3 that nbgrader leaves for manual
-  grading). Its "one wrong" submission answers exercise 2 with a budget fitted to the visible
-  assert only, which the hidden tests catch: 8 of 10.
+  grading). Its "one wrong" submission answers exercise 2 (the agent loop) with a loop fitted to
+  the visible asserts only, which the hidden tests catch: 8 of 10.
 - The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
   model), where ``course.grading`` grades the same submissions and must agree with nbgrader's
   gradebook cell by cell.
@@ -38,11 +38,29 @@ LIMITS = ResourceLimits(cell_timeout_s=30, notebook_timeout_s=120, memory_bytes=
 
 CHAPTER = "03_agent_loop"
 CHAPTER_EXPECTED = {"full": 10.0, "untouched": 0.0, "one_wrong": 8.0}
-# Exercise 2 answered for the visible case only (n=4 -> the budget after step 3).
-FITTED_TO_THE_VISIBLE_ASSERT = """def token_budget_for(n):
-    full = run_loop(weather_task, stuck_search_model(), search_tools,
-                    StopRules(max_steps=12, repeat_detection=False))
-    return full.steps[2].total_tokens"""
+# Exercise 2 answered for the visible cases only: repeat detection on the call alone passes the
+# stuck agent (its repeats return the same page); a hidden test (the same call, a new result each
+# time) catches it.
+FITTED_TO_THE_VISIBLE_ASSERT = """from course.loop.agent_loop import StopReason, call_and_observe, decide, start_messages
+from course.tools.registry import as_registry
+
+
+def agent_loop(task, model, tools, rules):
+    registry = as_registry(tools)
+    messages, steps, called = start_messages(task, registry), [], set()
+    for _ in range(rules.max_steps):
+        step = decide(model, task, messages, steps, registry)
+        steps.append(step)
+        if step.final_answer is not None:
+            return steps, StopReason.FINAL_ANSWER
+        if rules.token_budget is not None and step.total_tokens > rules.token_budget:
+            return steps, StopReason.TOKEN_BUDGET
+        call_and_observe(step, registry, messages)
+        if step.call is not None and rules.repeat_detection:
+            if step.call.key() in called:
+                return steps, StopReason.REPEAT
+            called.add(step.call.key())
+    return steps, StopReason.MAX_STEPS"""
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:

@@ -92,8 +92,10 @@ def test_comparison_figures_and_tables():
     assert comparison.figures("pipeline")["distinct outcomes"] == 1
     assert "model calls per run = 1.7" in comparison.table()
     assert "<th>agent</th>" in comparison._repr_html_()
-    note = comparison.note_table()
-    assert "3 distinct outcome(s)" in note and "who decides the steps" in note
+    measured = comparison.measured()
+    assert measured.record()["figures"]["agent"]["distinct outcomes"] == 3
+    assert measured.record()["figures"]["pipeline"]["model calls per run"] == 1
+    assert "| who decided the steps |" in measured._repr_markdown_()
 
 
 def test_compare_rejects_zero_runs():

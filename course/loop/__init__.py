@@ -1,10 +1,12 @@
 """Chapter 03, the agent loop (notebook ``03_agent_loop``; note 000).
 
-- :mod:`.agent_loop`: ``run_loop`` with its stop rules (``StopRules``), ``StepDecision``, ``LoopStep``.
+- :mod:`.agent_loop`: one step in two halves (``decide``, ``call_and_observe``, as the lesson
+  writes them), ``run_loop`` with its stop rules (``StopRules``), ``StepDecision``, ``LoopStep``.
 - :mod:`.budget_guard`: the same stop rules in smolagents (``max_steps`` plus a step callback).
 - :mod:`.budget_graph`: the same stop rules in LangGraph (``recursion_limit``, a budget in state).
 - :mod:`.scenarios`: runs to apply the rules to (a scripted stuck agent, recorded runs replayed).
 - :mod:`.failures`: the failure table, one runnable demonstration per row.
+- :mod:`.remedies`: each row's remedy in a few lines, as the lesson writes them.
 - :mod:`.reliability`: reliability multiplies over steps, and what recovery buys.
 - :mod:`.pipelines`: when not to use an agent: a pipeline and an agent on one task, measured.
 
@@ -18,14 +20,14 @@ from course.exports import lazy_exports
 #: What notebook 03 and the budget explorer use, by the module that defines it.
 _EXPORTS = {
     "agent_loop": ("IdealBondTrajectory", "LoopRun", "LoopState", "LoopStep", "ScriptedModel",
-                   "StepDecision", "StopReason", "StopRules", "approximate_token_count",
-                   "count_messages", "describe_result", "run_loop", "system_prompt"),
+                   "StepDecision", "StopReason", "StopRules", "StopTable", "Trajectory",
+                   "approximate_token_count", "call_and_observe", "count_messages", "decide",
+                   "describe_result", "run_loop", "start_messages", "system_prompt"),
     "budget_guard": ("budgeted_code_agent", "run_smolagents_with_budget", "scripted_code_model"),
     "budget_graph": ("build_budget_graph", "loop_diagram", "run_langgraph_with_budget"),
     "scenarios": ("replay_recorded_run", "stuck_search_model"),
-    "failures": ("ConversionAgent", "demo_cost", "demo_error_accumulation",
-                 "demo_fabricated_results", "demo_looping", "demo_prompt_injection",
-                 "demo_silent_side_effects", "demo_wrong_arguments", "exchange_rate", "multiply",
+    "failures": ("ConversionAgent", "ObeyingModel", "demo_cost", "demo_fabricated_results",
+                 "demo_silent_side_effects", "exchange_rate", "injection_tools", "multiply",
                  "reference_rate"),
     "reliability": ("chain_success", "chain_success_with_recovery", "plot_success_curves",
                     "simulate_chain"),

@@ -6,6 +6,11 @@ or gives a final answer; the runtime sends the call through the single door
 (:class:`course.tools.registry.ToolRegistry`: allowlist and JSON Schema validation, then the tool) and
 appends the observation to the messages, which the model re-reads on the next step.
 
+The lesson writes one step in two halves, :func:`decide` (ask the model, count the tokens;
+nothing runs) and :func:`call_and_observe` (the call through the door, the observation appended),
+with :func:`start_messages`; a student's loop with its stop rules is built from them, and
+:func:`run_loop` is the package's fuller loop (costs, plans, compaction, model errors).
+
 Every run ends with exactly one :class:`StopReason`, recorded in the returned :class:`LoopRun`:
 
 - ``final_answer``: the model answered;
@@ -13,7 +18,8 @@ Every run ends with exactly one :class:`StopReason`, recorded in the returned :c
 - ``token_budget`` / ``cost_budget``: the tokens (or their price) spent so far passed the
   budget; the check runs after every model call, so a run overshoots by at most one step;
 - ``repeat``: the same call (name and arguments) came back with the same result as before;
-- ``model_error``: the model itself raised; the trace up to that point is kept.
+- ``model_error``: the model itself raised; the trace up to that point is kept;
+- ``extra_rule``: a rule of the caller's (``run_loop(..., extra_rule=...)``) said stop.
 
 A stop is never an exception: the trace survives every way a run can end. A tool that raises,
 an unknown tool or arguments that fail the schema come back to the model as an error
@@ -36,6 +42,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolRegistry, as_registry
 
@@ -50,12 +57,16 @@ __all__ = [
     "StepDecision",
     "StopReason",
     "StopRules",
+    "StopTable",
+    "Trajectory",
     "approximate_token_count",
     "as_registry",
+    "call_and_observe",
     "count_messages",
+    "decide",
     "describe_result",
-    "keep_recent",
     "run_loop",
+    "start_messages",
     "system_prompt",
 ]
 
@@ -72,6 +83,7 @@ class StopReason(StrEnum):
     COST_BUDGET = "cost_budget"
     REPEAT = "repeat"
     MODEL_ERROR = "model_error"
+    EXTRA_RULE = "extra_rule"
 
     def __str__(self) -> str:
         return self.value
@@ -173,7 +185,7 @@ class LoopStep:
 
 
 @dataclass
-class LoopRun:
+class LoopRun(Record):
     """A finished run: the steps, the messages the model saw, and why it stopped."""
 
     task: str
@@ -222,6 +234,18 @@ class LoopRun:
         lines += [s.line() for s in self.steps]
         lines.append(self.summary())
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        """The values a test reads: the stop, the totals, and each step's call and figures."""
+        return {"task": self.task, "model_name": self.model_name,
+                "stop_reason": str(self.stop_reason), "stop_detail": self.stop_detail,
+                "steps": [_step_record(s) for s in self.steps],
+                "final_answer": self.final_answer, "total_tokens": self.total_tokens,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "total_cost": self.total_cost, "token_unit": self.token_unit}
 
     def _repr_html_(self) -> str:
         rows = "".join(
@@ -334,6 +358,37 @@ def count_messages(messages: Iterable[dict[str, Any]],
     return sum(count_tokens(f"{m['role']}: {m['content']}") for m in messages)
 
 
+def start_messages(task, registry):
+    """The messages of a new run: the system prompt that lists the tools, then the task."""
+    return [{"role": "system", "content": system_prompt(registry)},
+            {"role": "user", "content": task}]
+
+
+def decide(model, task, messages, steps, registry):
+    """decide: the model re-reads every message and writes one step; nothing runs yet."""
+    number = len(steps) + 1
+    decision = model(LoopState(task, list(messages), None, number, list(steps),
+                               tuple(registry.allowed_names())))
+    input_tokens = count_messages(messages, approximate_token_count)  # the whole context
+    output_tokens = approximate_token_count(decision.text())
+    total = (steps[-1].total_tokens if steps else 0) + input_tokens + output_tokens
+    messages.append({"role": "assistant", "content": decision.text()})
+    return LoopStep(number, decision.thought, decision.call, None, decision.final_answer,
+                    input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total)
+
+
+def call_and_observe(step, registry, messages):
+    """call the step's tool through the single door, then append the result: the observation."""
+    if step.call is None:
+        step.observation = "Error: no tool call and no final answer. Call a tool or give the final answer."
+    else:
+        result = registry.execute(step.call.name, step.call.arguments)
+        step.observation, step.status, step.executed = (describe_result(result), result.status,
+                                                        result.executed)
+    messages.append({"role": "tool", "content": step.observation, "origin": "runtime",
+                     "step": step.number})
+
+
 def run_loop(
     task: str,
     model: Model,
@@ -343,12 +398,15 @@ def run_loop(
     plan: Sequence[str] | None = None,
     compact: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     token_unit: str | None = None,
+    extra_rule: Callable[[list[LoopStep]], bool] | None = None,
 ) -> LoopRun:
     """Run decide -> call -> observe until a stop rule fires; always return the full trace.
 
     ``compact`` (optional) rewrites the messages before each model call (the "compact state"
     remedy for cost); the trace keeps the full history. ``token_unit`` names what
     ``count_tokens`` counts (default: the word-and-punctuation count, or "tokens").
+    ``extra_rule`` (optional) is a stop rule of the caller's, asked after each observation with
+    the steps so far; ``True`` ends the run with ``extra_rule``.
     """
     if token_unit is None:
         token_unit = APPROXIMATE_UNIT if count_tokens is approximate_token_count else "tokens"
@@ -436,7 +494,64 @@ def run_loop(
                               f"{decision.call} returned the same result as before")
             seen[key] = step.observation
 
+        # 6. a rule of the caller's
+        if extra_rule is not None and extra_rule(list(steps)):
+            return finish(StopReason.EXTRA_RULE, "the caller's rule said stop")
+
     return finish(StopReason.MAX_STEPS, f"{limits.max_steps} steps without a final answer")
+
+
+def _step_record(step: LoopStep) -> dict[str, Any]:
+    return {"number": step.number, "thought": step.thought,
+            "call": str(step.call) if step.call else None, "observation": step.observation,
+            "final_answer": step.final_answer, "status": str(step.status),
+            "executed": step.executed, "input_tokens": step.input_tokens,
+            "output_tokens": step.output_tokens, "total_tokens": step.total_tokens}
+
+
+@dataclass
+class Trajectory(Record):
+    """A run's steps as the note writes a trajectory: thought, action, observation, answer."""
+
+    label: str
+    steps: list[LoopStep]
+
+    def __str__(self) -> str:
+        lines = [f"[{self.label}]"]
+        for step in self.steps:
+            lines.append(f"thought:      {step.thought}")
+            if step.final_answer is not None:
+                lines.append(f"final answer: {step.final_answer}")
+            else:
+                lines.append(f"action:       {step.call}")
+                lines.append(f"observation:  {_short(step.observation or '', 110)}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label, "steps": [_step_record(s) for s in self.steps]}
+
+
+@dataclass
+class StopTable(Record):
+    """Where one run stops under several stop rules: ``{label: run}``, one line each."""
+
+    runs: dict[str, LoopRun]
+
+    def __str__(self) -> str:
+        width = max(len(label) for label in self.runs)
+        return "\n".join(f"{label:<{width}} -> {run.stop_reason} at step {len(run.steps)}, "
+                         f"tokens {run.total_tokens}" for label, run in self.runs.items())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {label: {"stop_reason": str(run.stop_reason), "steps": len(run.steps),
+                        "total_tokens": run.total_tokens}
+                for label, run in self.runs.items()}
 
 
 def _short(text: str, width: int) -> str:
@@ -444,34 +559,17 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def keep_recent(messages: list[dict[str, Any]], keep_steps: int = 1) -> list[dict[str, Any]]:
-    """Compact state: the system prompt, the task and only the last ``keep_steps`` steps.
-
-    Older assistant/tool messages are replaced by one note saying how many were left out. Pass
-    it as ``run_loop(..., compact=keep_recent)``: the model re-reads less every step; the trace
-    keeps everything. What it loses is whatever the dropped observations said.
-    """
-    if keep_steps < 0:
-        raise ValueError(f"keep_steps must be >= 0, got {keep_steps}.")
-    head, body = messages[:2], messages[2:]
-    keep = body[len(body) - 2 * keep_steps:] if keep_steps else []
-    dropped = (len(body) - len(keep)) // 2
-    if dropped <= 0:
-        return list(messages)
-    note = {"role": "user", "content": f"({dropped} earlier step(s) left out to save tokens)"}
-    return [*head, note, *keep]
-
-
 class IdealBondTrajectory:
-    """*Scripted*: the ideal ReAct trajectory for the Bond request (written for the course).
+    """The ideal ReAct trajectory for the Bond request, reconstructed from the note, as a model.
 
+    A scripted policy (not a language model) that plays the trajectory the note writes out:
     thought "I need the car model first, then an image" -> ``web_search`` -> thought "Now
     generate the image" -> ``text_to_image`` with the car the search returned -> final answer.
     The car is read from the search observation, so the image prompt depends on what the
     (offline) search really returned.
     """
 
-    name = "scripted: the ideal Bond trajectory (written for the course)"
+    name = "reconstructed (from the note): the ideal Bond trajectory"
     cars = ("Aston Martin DB5", "Aston Martin DBS", "Aston Martin V8", "Aston Martin Valhalla")
 
     def __call__(self, state: LoopState) -> StepDecision:

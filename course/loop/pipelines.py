@@ -36,6 +36,7 @@ import torch
 
 from course.loop.agent_loop import LoopState, StepDecision, StopRules, run_loop
 from course.models import agent_tokenizer, chat_model
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.constrained import PrefixCache
 
@@ -124,7 +125,8 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
-__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "ScriptedChat",
+__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "MeasuredBeside",
+           "ScriptedChat",
            "agent_chat", "batched_replies", "compare", "outputs_seen", "parse_department",
            "scripted_agent"]
 
@@ -356,31 +358,43 @@ class Comparison:
                           for n in names)
         return f"<table>{head}{body}</table><p><small>{units}</small></p>"
 
-    def note_table(self) -> str:
-        """The course note's comparison table, with the cost and predictability rows measured."""
-        p, a = self.figures("pipeline"), self.figures("agent")
+    def measured(self) -> MeasuredBeside:
+        """The figures to set beside the course note's comparison table (a displayable record)."""
+        return MeasuredBeside({name: self.figures(name) for name in ("pipeline", "agent")},
+                              self.attempts["agent"][0].token_unit)
 
-        def cost(f: dict) -> str:
-            return (f"{f['model calls per run']:.1f} calls, {f['tokens per run']:.0f} tokens, "
-                    f"{f['seconds per run']:.1f} s per run (measured)")
 
-        def spread(f: dict) -> str:
-            return (f"{f['distinct outcomes']} distinct outcome(s), {f['distinct trajectories']} "
-                    f"distinct trajectories in {f['runs']} runs (measured)")
+@dataclass
+class MeasuredBeside(Record):
+    """Measured figures for the note's pipeline and agent columns: who decided, cost, spread."""
 
-        rows = [
-            ("", "pipeline", "tool use", "agent"),
-            ("who decides the steps", "the program", "the model, one step",
-             "the model, repeatedly"),
-            ("side effects", "none", "possible", "likely"),
-            ("state", "prompt", "prompt + one result", "accumulates, checkpointed, trimmed"),
-            ("cost", cost(p), "one extra generation (not measured here)", cost(a)),
-            ("predictability", spread(p), "medium (not measured here)", spread(a)),
-            ("what to evaluate", "retrieval + answer", "call correctness + answer",
-             "trajectory, success, cost"),
+    figures: dict[str, dict[str, Any]]
+    token_unit: str
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        p, a = self.figures["pipeline"], self.figures["agent"]
+        return [
+            ("who decided the steps", f"the program; {p['model calls per run']:.1f} model call(s) per run",
+             f"the model; {a['model calls per run']:.1f} model call(s) per run"),
+            ("cost", f"{p['tokens per run']:.0f} tokens, {p['seconds per run']:.1f} s per run",
+             f"{a['tokens per run']:.0f} tokens, {a['seconds per run']:.1f} s per run"),
+            ("predictability", f"{p['distinct outcomes']} outcome(s), {p['distinct trajectories']} "
+             f"trajectory(ies) in {p['runs']} runs", f"{a['distinct outcomes']} outcome(s), "
+             f"{a['distinct trajectories']} trajectory(ies) in {a['runs']} runs"),
+            ("routed right", f"{p['correct']} of {p['runs']}", f"{a['correct']} of {a['runs']}"),
         ]
-        return "\n".join("| " + " | ".join(r) + " |" + ("\n|---|---|---|---|" if i == 0 else "")
-                         for i, r in enumerate(rows))
+
+    def _repr_markdown_(self) -> str:
+        n = self.figures["pipeline"]["runs"]
+        head = f"| measured here (N = {n} runs each, one ticket) | pipeline | agent |\n|---|---|---|\n"
+        return head + "\n".join(f"| {r} | {p} | {a} |" for r, p, a in self.rows()) + (
+            f"\n\n*tokens: {self.token_unit}*")
+
+    def __str__(self) -> str:
+        return "\n".join(f"{r}: pipeline {p} | agent {a}" for r, p, a in self.rows())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
 
 def compare(probe: Any, chat: Any = None, runs: int = 3, ticket: str = TICKET, seed: int = 0,
