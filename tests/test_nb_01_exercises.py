@@ -1,4 +1,5 @@
-"""Chapter 01's exercise checks reject wrong answers: constants, keyword stuffing, half solutions.
+"""Chapter 01's exercise checks reject wrong answers: constants, keyword stuffing, half solutions,
+a door with one mistake.
 
 Each check cell of the instructor notebook (hidden tests included) is run, in grading mode,
 against the instructor's solution (must pass) and against a few wrong answers (each must fail).
@@ -14,10 +15,9 @@ EXERCISES = Exercises("01_tool_calling.ipynb")
 def _names() -> dict:
     from course.tools.protocol import parse_model_output
     from course.tools.registry import ToolError, ToolRegistry
-    from course.tools.sales import sales_summary
 
     return {"parse_model_output": parse_model_output, "ToolError": ToolError,
-            "ToolRegistry": ToolRegistry, "sales_summary": sales_summary}
+            "ToolRegistry": ToolRegistry}
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
@@ -52,18 +52,21 @@ WRONG = {
             "    return 'valid'\n"),
     },
     2: {
-        "a constant": "def best_region(category, start_date, end_date):\n"
-                      "    return ('west', '448.61')\n",
-        "the visible case only": (
-            "def best_region(category, start_date, end_date):\n"
-            "    by = sales_summary('tea', '2024-01-01', '2024-06-30', group_by='region')\n"
-            "    r = max(by['by_region'], key=lambda k: float(by['by_region'][k]))\n"
-            "    return r, by['by_region'][r]\n"),
-        "the lowest region": (
-            "def best_region(category, start_date, end_date):\n"
-            "    by = sales_summary(category, start_date, end_date, group_by='region')['by_region']\n"
-            "    r = min(by, key=lambda k: float(by[k]))\n"
-            "    return r, by[r]\n"),
+        # each a whole answer cell: the instructor's solution with one thing wrong (_door_with)
+        "a registered tool is allowed at once": (
+            "        if confirm:\n", "        self.allowlist.add(fn.__name__)\n        if confirm:\n"),
+        "a denylist: only switched-off names are refused": (
+            "        if name not in self.allowlist:\n            raise ToolError(f\"Tool '{name}' is switched off",
+            "        if name in {'debug_dump'}:\n            raise ToolError(f\"Tool '{name}' is switched off"),
+        "no schema check": ("            jsonschema.validate(arguments, self._schemas[name])\n",
+                            "            pass\n"),
+        "refusals raised from execute": ("            return str(err)\n", "            raise\n"),
+        "a bug swallowed as a refusal": ("        except ToolError as err:\n            return str(err)",
+                                         "        except Exception as err:\n            return str(err)"),
+        "confirmation ignored": ("if name in self._confirm and not confirmed_by:",
+                                 "if False:"),
+        "configure adds to the allowlist": ("        self.allowlist = set(enabled)\n",
+                                            "        self.allowlist |= set(enabled)\n"),
     },
     3: {
         "never vetoes": "PAID = {'O-1': 120.0, 'O-2': 35.5, 'O-3': 80.0}\nREFUNDED = {'O-1': 100.0}\n"
@@ -96,10 +99,32 @@ WRONG = {
 }
 
 
+def _door_with(old: str, new: str) -> str:
+    """Exercise 2's solution cell with ``old`` replaced by ``new`` (one mistake)."""
+    solution = EXERCISES.cells["ex2-solution"]
+    assert solution.count(old) == 1, old
+    return solution.replace(old, new)
+
+
 @pytest.mark.parametrize(("n", "label"), [(n, label) for n, answers in WRONG.items() for label in answers])
 def test_a_wrong_answer_fails_its_check(n, label):
-    verdict = EXERCISES.grade(n, _names(), WRONG[n][label], label=label)
+    answer = WRONG[n][label]
+    verdict = EXERCISES.grade(n, _names(), _door_with(*answer) if n == 2 else answer, label=label)
     assert verdict.rejected, verdict
+
+
+def test_the_untouched_stub_is_not_yet_done():
+    import nbformat
+
+    from course.grading.student import student_edition
+    from nbharness import NOTEBOOKS
+
+    student = {c.id: c.source for c in student_edition(
+        nbformat.read(NOTEBOOKS / EXERCISES.notebook, as_version=4)).cells}
+    for n in (1, 2, 3, 4):
+        assert "### BEGIN SOLUTION" not in student[f"ex{n}-solution"]
+        verdict = EXERCISES.grade(n, _names(), student[f"ex{n}-solution"], label="the stub")
+        assert verdict.outcome == "not yet done", verdict
 
 
 def test_a_crashing_check_is_not_a_rejection():

@@ -1,9 +1,9 @@
-"""One truth: the registry written in chapter 01's cells and the package's ``ToolRegistry`` agree.
+"""One truth: the door chapter 01 writes (``course.tools.door.SingleDoor``, the lesson's cell) and
+the package's ``ToolRegistry`` (the same door with more checks) agree on every case.
 
-The cells ``note-registry`` (note 003's twelve lines) and ``door-registry`` (grown by a schema
-check and refusal as a result) are run from the notebook's source, without a kernel or a model;
-then every case the chapter shows, and a few more, goes through both registries. For the notebook
-itself see test_nb_01_tool_calling.py (NOTEBOOK = "01_tool_calling.ipynb").
+The note's twelve-line registry is run from the notebook's source (cell ``note-registry``),
+without a kernel or a model. The notebook itself is executed by test_nb_01_tool_calling.py
+(NOTEBOOK = "01_tool_calling.ipynb").
 """
 
 import contextlib
@@ -11,34 +11,31 @@ import io
 
 import pytest
 
+from course.tools.door import SingleDoor, ToolError
+from course.tools.examples import get_weather
+from course.tools.registry import ToolRegistry
 from nbharness import cell_sources
 
 REFUSALS = {"unknown_tool", "not_allowed", "invalid_arguments"}
 
 
-@pytest.fixture(scope="module")
-def cells():
-    from langchain_core.utils.function_calling import convert_to_openai_tool
+def divide(a: int, b: int) -> float:
+    """Divide a by b.
 
-    from course.tools.examples import get_weather
-    from course.tools.registry import ToolError, ToolRegistry
-
-    sources = cell_sources("01_tool_calling.ipynb")
-    namespace = {"get_weather": get_weather, "ToolError": ToolError, "ToolRegistry": ToolRegistry,
-                 "convert_to_openai_tool": convert_to_openai_tool}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell_id in ("note-registry", "door-registry"):
-            exec(compile(sources[cell_id], cell_id, "exec"), namespace)
-    return namespace
+    Args:
+        a: numerator
+        b: denominator
+    """
+    return a / b
 
 
-def _both(cells, switched_off=()):
-    grown, package = cells["CheckedRegistry"](), cells["ToolRegistry"]()
-    for fn in (cells["get_weather"], cells["divide"]):
+def _both(switched_off=()):
+    door, package = SingleDoor(), ToolRegistry()
+    for fn in (get_weather, divide):
         allowed = fn.__name__ not in switched_off
-        grown.register(fn.__name__, fn, allowed=allowed)
+        door.register(fn.__name__, fn, allowed=allowed)
         package.register(fn, allowed=allowed)
-    return grown, package
+    return door, package
 
 
 CASES = [
@@ -52,38 +49,74 @@ CASES = [
     ("get_weather", {"city": "Berlin", "country": "DE"}),
     ("delete_everything", {}),
     ("divide", {"a": 1, "b": 4}),
-    ("divide", {"a": 1, "b": 0}),
     ("divide", {"a": "1", "b": 2}),
 ]
 
 
 @pytest.mark.parametrize(("name", "arguments"), CASES, ids=[f"{n}{a}" for n, a in CASES])
-def test_the_cell_registry_and_the_package_agree(cells, name, arguments):
-    grown, package = _both(cells)
-    status, text = grown.execute(name, arguments)
+def test_the_lessons_door_and_the_package_agree(name, arguments):
+    door, package = _both()
+    text = door.execute(name, arguments)
     result = package.execute(name, arguments)
     if result.status == "ok":
-        assert (status, text) == ("ok", result.content)
-    elif result.status == "bug":
-        assert status == "bug" and type(result.exception).__name__ in text
+        assert text == result.content
     else:
-        assert result.status in REFUSALS and status == "refused", (result.status, status, text)
-        assert name in text  # both refusals name the tool, for the model
+        assert result.status in REFUSALS, result.status
+        assert name in text and "NOT run" in text, text  # both name the tool, for the model
+        with pytest.raises(ToolError) as refused:
+            door.call(name, **arguments)
+        assert refused.value.status in {"not_allowed", "invalid_arguments"}
+        assert refused.value.tool == name
 
 
-def test_a_switched_off_tool_is_refused_by_both(cells):
-    grown, package = _both(cells, switched_off={"divide"})
-    assert grown.execute("divide", {"a": 1, "b": 4}) == ("refused", "Tool 'divide' is not allowed.")
+def test_a_bug_surfaces_from_the_lesson_door_and_is_a_result_of_the_package():
+    door, package = _both()
+    with pytest.raises(ZeroDivisionError):
+        door.execute("divide", {"a": 1, "b": 0})
+    result = package.execute("divide", {"a": 1, "b": 0})
+    assert result.status == "bug" and isinstance(result.exception, ZeroDivisionError)
+
+
+def test_a_switched_off_tool_is_refused_by_both_until_configuration():
+    door, package = _both(switched_off={"divide"})
+    assert door.execute("divide", {"a": 1, "b": 4}) == "Tool 'divide' is not allowed, so it was NOT run."
     assert package.execute("divide", {"a": 1, "b": 4}).status == "not_allowed"
     package.allow("divide")
-    grown.allowlist.add("divide")
-    assert grown.execute("divide", {"a": 1, "b": 4}) == ("ok", "0.25")
+    door.allowlist.add("divide")
+    assert door.execute("divide", {"a": 1, "b": 4}) == "0.25"
     assert package.execute("divide", {"a": 1, "b": 4}).content == "0.25"
 
 
-def test_the_notes_registry_checks_the_name_only(cells):
-    note = cells["NoteRegistry"]()
-    note.register("get_weather", cells["get_weather"])
+def test_a_tools_own_refusal_is_a_result_of_both():
+    def cancel(order_id: str) -> str:
+        """Cancel an order.
+
+        Args:
+            order_id: Order id.
+        """
+        raise ToolError(f"order {order_id} has shipped and was NOT cancelled")
+
+    door, package = SingleDoor(), ToolRegistry()
+    door.register("cancel", cancel)
+    package.register(cancel)
+    assert door.execute("cancel", {"order_id": "O-1"}) == "order O-1 has shipped and was NOT cancelled"
+    result = package.execute("cancel", {"order_id": "O-1"})
+    assert result.status == "refused" and "order O-1 has shipped" in result.content
+
+
+def test_the_package_raises_the_lessons_tool_error():
+    with pytest.raises(ToolError) as refused:
+        ToolRegistry().call("nothing")
+    assert type(refused.value) is ToolError and refused.value.status == "unknown_tool"
+
+
+def test_the_notes_registry_checks_the_name_only():
+    namespace = {"get_weather": get_weather}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(cell_sources("01_tool_calling.ipynb")["note-registry"], "note-registry", "exec"),
+             namespace)
+    note = namespace["NoteRegistry"]()
+    note.register("get_weather", get_weather)
     assert note.call("get_weather", city="Berlin", units="kelvin") == "Berlin: 9 °C, rain"
-    with pytest.raises(cells["ToolError"], match="not allowed"):
+    with pytest.raises(ToolError, match="not allowed"):
         note.call("divide", a=1, b=2)

@@ -1,4 +1,5 @@
-"""The tool-calling notebook: the lesson-carrying values, parsed from the outputs by cell id."""
+"""The tool-calling notebook: the lesson-carrying values, read from the outputs by cell id (the
+displayed records' values where the cell shows a record)."""
 
 import json
 import re
@@ -22,10 +23,10 @@ def test_schema_from_typed_function_and_prompt(run):
     schema = json.loads(_field(run.text("schemas"), "LangChain:"))
     assert schema["properties"]["units"]["enum"] == ["metric", "imperial"]
     assert schema["required"] == ["city"]
-    registered = json.loads(run.text("registry"))
-    assert registered["function"]["parameters"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema  # the door adds it (section 2)
     prompt = run.text("prompt")
     assert '"name": "get_weather"' in prompt and "What's the weather in Berlin?" in prompt
+    assert _field(prompt, "chat template renders tools=:") == "False"  # so: level 1, the prompt
 
 
 def test_qwen_template_renders_the_tools_and_special_tokens(run):
@@ -33,14 +34,11 @@ def test_qwen_template_renders_the_tools_and_special_tokens(run):
     if "Qwen tokenizer not prepared" in text:
         pytest.skip("the Qwen tokenizer asset is not prepared on this machine")
     assert "<tools>" in text and '"name": "get_weather"' in text and "<tool_call>" in text
-    ids = run.text("qwen-special-tokens")
-    special = eval(_field(ids, "special tokens as ids:"))  # a dict literal printed by the cell
+    special = eval(_field(text, "special tokens as ids:"))  # a dict literal printed by the cell
     assert special == {"<|im_start|>": 151644, "<|im_end|>": 151645,
                        "<tool_call>": 151657, "</tool_call>": 151658}
-    in_prompt = eval(re.search(r"special ids in it, in order: (\[.*\])", ids).group(1))
-    assert in_prompt[:1] == [151644] and in_prompt[-1] == 151644  # system ... assistant turn
-    assert 151657 in in_prompt  # the format example in the system text uses the special token
-    assert eval(_field(ids, "'<tools>' as Qwen tokens:")) == ["<", "tools", ">"]
+    assert eval(_field(text, "'<tools>' as Qwen tokens:")) == ["<", "tools", ">"]
+    assert eval(_field(text, "'<tool_call>' as Qwen tokens:")) == ["<tool_call>"]
     call = run.text("qwen-call")
     rendered = eval(_field(call, "rendered by the hybrid (thinking) Qwen3 template:"))
     assert rendered.startswith("<think>\n\n</think>")  # the hybrid template's empty think block
@@ -51,50 +49,56 @@ def test_qwen_template_renders_the_tools_and_special_tokens(run):
 
 
 def test_constrained_call_is_parsed_and_executed(run):
-    parsed = _field(run.text("constrained-call"), "parsed as:")
+    text = run.text("call")
+    assert _field(text, "free reply:")  # whatever the model wrote, parsed on the next line
+    parsed = re.findall(r"^parsed as: (.*)$", text, re.M)[-1]
     assert parsed.startswith("call get_weather(")
     arguments = json.loads(parsed[len("call get_weather("):-1])
     assert isinstance(arguments["city"], str) and arguments["units"] in ("metric", "imperial")
     text = run.text("tool-message")
     assert "'role': 'tool', 'name': 'get_weather'" in text
-    figures = eval(_field(text, "figures in the tool result:"))
-    repeated = eval(_field(text, "of those, in the model's answer:"))
-    answer = _field(text, "model continues:")
+    figures, repeated = (eval(x) for x in re.search(
+        r"figures in the tool result: (\[.*?\]) of which in the answer: (\[.*?\])$", text, re.M).groups())
+    answer = eval(_field(text, "model continues:"))
     assert set(repeated) <= set(figures) and all(f in answer for f in repeated)
 
 
-def test_validation_errors_are_caught_before_execution(run):
-    text = run.text("validation")
-    statuses = re.findall(r"-> \[(\w+)\]", text)
-    assert statuses == ["invalid_arguments"] * 4
-    for words in ["'kelvin' is not one of ['metric', 'imperial']",
-                  "missing required argument 'city'", "unexpected argument(s) 'country'",
-                  "42 is not of type 'string'"]:
-        assert words in text
-    assert int(_field(text, "times the function ran:")) == 0
+def test_the_lessons_door_validates_and_refuses_as_a_result(run):
+    rows = dict(re.findall(r"^(\w+\{.*\}) -> (.*)$", run.text("door-demo"), re.M))
+    assert eval(rows["get_weather{'city': 'Berlin'}"]) == "Berlin: 9 °C, rain"
+    kelvin = eval(rows["get_weather{'city': 'Berlin', 'units': 'kelvin'}"])
+    assert "NOT run" in kelvin and "'kelvin' is not one of ['metric', 'imperial']" in kelvin
+    assert "NOT run" in eval(rows["get_weather{'town': 'Rome'}"])
+    assert eval(rows["delete_everything{}"]) == "Tool 'delete_everything' is not allowed, so it was NOT run."
+    assert eval(rows["divide{'a': 1, 'b': 4}"]) == "Tool 'divide' is not allowed, so it was NOT run."
+    assert _field(run.text("door-demo"), "after configuration, divide ->") == "0.25"
+    assert "a bug is not a refusal: ZeroDivisionError surfaced: division by zero" in run.text("door-demo")
 
 
 def test_registered_but_disabled_tool_is_enabled_by_configuration(run):
     text = run.text("single-door")
-    assert eval(_field(text, "registered:")) == ["debug_dump", "divide", "get_weather"]
-    assert eval(_field(text, "allowed before configuration:")) == ["get_weather"]
-    assert _field(text, "divide before ->") == "not_allowed"
-    assert eval(_field(text, "enabled by tools.json :")) == ["divide", "get_weather"]
+    assert _field(text, "registered:") == ("['debug_dump', 'divide', 'get_weather'] "
+                                           "allowed: ['get_weather']")
+    assert eval(_field(text, "enabled by tools.json:")) == ["divide", "get_weather"]
     assert eval(_field(text, "tools the model is shown:")) == ["divide", "get_weather"]
-    assert float(_field(text, "divide after ->")) == 0.25
-    assert "is not allowed" in _field(text, "debug_dump ->")
-    errors = run.text("tool-error")
-    assert "ToolError (a refusal): Tool 'debug_dump' is not allowed" in errors
-    assert "the bug surfaced: ZeroDivisionError" in errors and "status=bug, is_bug=True" in errors
+    rows = re.findall(r"^(\w+)\{.*\} -> \[(\w+)\] (.*)$", text, re.M)
+    assert [(name, status) for name, status, _ in rows] == [
+        ("divide", "ok"), ("debug_dump", "not_allowed"), ("divide", "bug")]
+    assert float(rows[0][2]) == 0.25 and "'debug_dump' is not allowed" in rows[1][2]
+    assert "ZeroDivisionError" in rows[2][2]
+    assert _field(text, "the bug is kept for whoever fixes it:") == "ZeroDivisionError('division by zero')"
 
 
 def test_refusal_strings_name_what_was_blocked(run):
     text = run.text("refusal-strings")
+    assert "Only for orders that have NOT shipped yet." in _field(
+        text, "what @tool makes of the promise, for the model:")
     found = dict(re.findall(r"^[\w ()]+ \[(\w+)\]: (.*)$", text, re.M))
     for status, words in [("unknown_tool", "'delete_everything' does not exist"),
                           ("not_allowed", "'debug_dump' is not allowed"),
                           ("invalid_arguments", "'units': 'kelvin'"),
                           ("oversized_arguments", "too large"),
+                          ("refused", "order O-1 has shipped and was NOT cancelled"),
                           ("subject_not_permitted", "'guest' may not use critical tools"),
                           ("needs_confirmation", "'cancel_order' is critical and needs confirmation")]:
         assert words in found[status], (status, found.get(status))
@@ -105,22 +109,15 @@ def test_empty_result_vs_refusal_counted_over_n_replies(run):
 
     text = run.text("silence-vs-refusal")
     assert re.match(r"N = 6 sampled replies per tool message, at most 24 tokens", text)
-    blocks = re.split(r"^(?=empty tool result:|refusal string:|claims of success|more claims)",
-                      text, flags=re.M)[1:]
-    assert len(blocks) == 3
-    claims = []
-    for block in blocks[:2]:
-        claimed, n = map(int, re.search(r"replies claiming success: (\d+)/(\d+)", block).groups())
-        rows = re.findall(r"^\s+\[\s*(claims success|no claim)\] x(\d+) (.*)$", block, re.M)
-        assert n == 6 and sum(int(k) for _, k, _ in rows) == 6  # identical replies counted once
-        assert len({reply for _, _, reply in rows}) == len(rows)
-        assert claimed == sum(int(k) for label, k, _ in rows if label == "claims success")
-        for label, _, reply in rows:  # the label is the rule applied to the shown reply
-            assert claims_success(eval(reply)) == (label == "claims success")
-        claims.append(claimed)
-    assert "tool said ''" in blocks[0]
-    verdict = blocks[2]  # the framing follows the counts: a null result is said to be one
-    if claims[0] > claims[1]:
+    empty, refusal = run.records("silence-vs-refusal")
+    assert (empty["label"], empty["tool_content"]) == ("empty tool result", "")
+    assert refusal["label"] == "refusal string" and "NOT run" in refusal["tool_content"]
+    for count in (empty, refusal):
+        assert len(count["replies"]) == 6
+        assert count["claimed"] == [claims_success(r) for r in count["replies"]]  # the rule, applied
+        assert count["claims"] == sum(count["claimed"])
+    verdict = text.splitlines()[-1]  # the framing follows the counts: a null result is said to be one
+    if empty["claims"] > refusal["claims"]:
         assert verdict.startswith("more claims of success after the empty result")
     else:
         assert "does not show the note's failure for this model" in verdict
@@ -146,9 +143,9 @@ def test_gateway_audit_records(run):
 def test_deterministic_veto_in_the_gateway(run):
     text = run.text("veto")
     statuses = re.findall(r"-> \[(\w+)\]", text)
-    assert statuses == ["ok", "vetoed", "ok", "vetoed"]
-    assert "400 EUR is over the 100 EUR limit" in text and "'XX' is not a country" in text
-    assert eval(_field(text, "decisions:")) == ["allowed", "vetoed", "allowed", "vetoed"]
+    assert statuses == ["ok", "vetoed"]
+    assert "400 EUR is over the 100 EUR limit" in text
+    assert eval(_field(text, "decisions:")) == ["allowed", "vetoed"]
 
 
 def test_deterministic_sales_and_unbacked_answer(run):
@@ -159,9 +156,8 @@ def test_deterministic_sales_and_unbacked_answer(run):
     assert facts["revenue"] == "231.60" and facts["category"] == "coffee"
     assert _field(text, "identical on a second run:") == "True"
     assert "Unknown category 'cofee'" in text
-    unbacked = run.text("unbacked")
-    no_tool = eval(_field(unbacked, "model without the tool:"))
-    first, second = re.findall(r"backed by a tool result: (\(.*\))", unbacked)
+    no_tool = eval(_field(text, "model without the tool:"))
+    first, second = re.findall(r"backed by a tool result: (\(.*\))", text)
     assert eval(first) == numbers_backed_by_tool(no_tool, [])  # the flag is the rule applied
     assert eval(second) == (True, [])
 
@@ -182,19 +178,18 @@ def test_catalogue_and_recall(run):
 
 
 def test_validity_rates_free_vs_constrained(run):
+    free, constrained = run.records("validity")
+    assert free["label"] == "level 1, schema in the prompt" and constrained["label"] == "level 3, constrained"
+    assert free["n"] == constrained["n"] == 20  # N is shown with each rate
+    assert constrained["valid"] == 20 == constrained["verdicts"]["valid"]  # the format is guaranteed
+    assert free["valid"] < 0.9 * 20  # the bundled model is far below the note's 95-99% (level 2)
     text = run.text("validity")
-    free, n = map(int, re.search(r"free \(schema in the prompt\): (\d+)/(\d+) valid", text).groups())
-    constrained, n2 = map(int, re.search(r"^constrained: (\d+)/(\d+) valid", text, re.M).groups())
-    assert n == n2 == 20  # N is printed with each rate
-    assert constrained == n  # the format is guaranteed
-    assert free < 0.9 * n  # the bundled model is far below the note's 95-99% (and the test says so)
-    assert "95-99%" in text and "[recorded, note 003]" in text
+    assert "native tool calling (level 2): about 95-99% well-formed [recorded, note 003]" in text
 
 
 def test_langgraph_runs_a_tool_through_toolnode(run):
-    chat = run.text("chathf")
-    assert _field(chat, "native tool_calls:") == "[]"  # the bundled model: none
     text = run.text("langgraph")
+    assert _field(text, "agent model:").endswith("| native tool_calls: []")  # the bundled model: none
     assert _field(text, "graph model:") == "LocalToolCallingChat"
     assert re.search(r"^\s+ai: .* calls get_weather\(\{\"city\": ", text, re.M)
     tool_lines = [eval(t) for t in re.findall(r"^\s*tool: (['\"].*['\"])$", text, re.M)]
@@ -215,13 +210,9 @@ def test_mcp_round_trip_and_clean_shutdown(run):
     assert int(_field(text, "server processes after the block:")) == 0
 
 
-def test_closing_figures_and_exercises(run):
-    closing = run.text("closing")
-    recall = float(re.search(r"recall@5 = (\d\.\d\d)", closing).group(1))
-    assert recall == float(re.search(r"recall@5 = (\d\.\d\d)", run.text("catalogue")).group(1))
-    assert "constrained = 100%" in closing
+def test_quiz_and_exercises_pass_in_the_instructor_edition(run):
     assert "[passed] Quiz" in run.text("quiz-check")  # the instructor edition's answers
-    for n, title in [(1, "check_reply"), (2, "best_region"), (3, "refund_rule"),
+    for n, title in [(1, "check_reply"), (2, "ShopDoor"), (3, "refund_rule"),
                      (4, "build_tool_graph")]:
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
 
@@ -299,17 +290,11 @@ def test_six_tool_kinds_through_one_door(run):
     assert contents[9].startswith("https://example.org/refunds")
 
 
-def test_a_tool_is_a_contract_and_tool_is_not_the_logic(run):
+def test_a_tool_is_a_contract(run):
     text = run.text("contract")
     assert _field(text, "what it does:") == "Current weather for a city."
     assert _field(text, "limits:").startswith("5 cities ['Berlin', 'Madrid', 'Oslo', 'Paris', 'Rome']")
     assert _field(text, "cities named in what the model reads:") == "['Paris'] of 5"
-    text = run.text("tool-not-logic")
-    assert _field(text, "the same text for both:") == "True"
-    assert _field(text, "promise only, shipped O-1 ->") == "'order O-1 cancelled'"
-    refused = _field(text, "checked in code, shipped O-1 ->")
-    assert refused.startswith("[refused] ") and refused.endswith(
-        "order O-1 has shipped and was NOT cancelled")
 
 
 def test_description_choice_is_measured_with_n(run):
@@ -317,31 +302,25 @@ def test_description_choice_is_measured_with_n(run):
 
     text = run.text("description-choice")
     assert text.splitlines()[0].startswith("[measured, SmolLM2-135M-Instruct, N = 9 requests")
-    right = {}
-    for label in ("poor descriptions", "good descriptions"):
-        got, n = map(int, re.search(rf"^{label}: (\d+)/(\d+) requests", text, re.M).groups())
-        spread = eval(re.search(rf"^{label}: .*chosen: (\{{.*\}})$", text, re.M).group(1))
-        assert n == len(REQUESTS) == sum(spread.values())
-        right[label] = got
-    gain = right["good descriptions"] - right["poor descriptions"]
+    poor, good = run.records("description-choice")
+    assert (poor["label"], good["label"]) == ("poor descriptions", "good descriptions")
+    for shown in (poor, good):
+        assert shown["n"] == len(REQUESTS) == len(shown["chosen"])
+        assert shown["expected"] == [tool for _, tool in REQUESTS]
+        assert shown["right"] == sum(c == e for c, e in zip(shown["chosen"], shown["expected"], strict=True))
+    gain = good["right"] - poor["right"]
     verdict = _field(text, "difference:")
     assert verdict.startswith(f"{gain:+d} of 9:")
     assert ("moved the choice" in verdict) == (gain >= 2)  # the framing follows the counts
 
 
-def test_the_notes_registry_grows_into_the_door(run):
+def test_the_notes_registry_checks_the_name_only(run):
     text = run.text("note-registry")
     assert _field(text, "allowed:") == "Berlin: 9 °C, rain"
     assert _field(text, "debug_dump:") == "ToolError: Tool 'debug_dump' is not allowed."
     assert _field(text, "delete_everything:") == "ToolError: Tool 'delete_everything' is not allowed."
     assert _field(text, "units='kelvin' runs anyway:") == "Berlin: 9 °C, rain"
     assert "town='Rome' crashes the caller: TypeError:" in text
-    rows = re.findall(r"-> cell: \[(\w+)\] .* \| package: \[(\w+)\]", run.text("door-registry"))
-    assert rows == [("ok", "ok"), ("refused", "invalid_arguments"), ("refused", "invalid_arguments"),
-                    ("refused", "unknown_tool"), ("bug", "bug")]
-    source = run.text("registry-source")
-    assert source.startswith("    def check(self, name: Any, arguments: Any) -> ToolSpec:")
-    assert "'execute'" in source and len(source) < 3000
 
 
 def test_bfcl_sample_and_the_committed_run(run):
@@ -357,7 +336,7 @@ def test_bfcl_sample_and_the_committed_run(run):
     assert [(r[0], r[1], int(r[3])) for r in sample] == [("simple", "free", 2),
                                                          ("simple", "constrained", 2)]
     assert all(float(r[4]) == 100.0 for r in sample if r[1] == "constrained")  # format guaranteed
-    assert "95-99% well-formed [recorded, note 003]" in text
+    assert "native tool calling (level 2): about 95-99% well-formed [recorded, note 003]" in text
     saved = BfclRun.from_json(BFCL_LAST_RUN)
     assert "BFCL v4 (measured in an earlier run; model SmolLM2-135M-Instruct" in text
     assert "python -m course.tools.bfcl" in saved.when

@@ -2,8 +2,11 @@
 
 - :mod:`.calls`: ``ToolCall``, the one record of "this tool, these arguments" (used by 02, 03 and 04).
 - :mod:`.examples`: ``get_weather``, the course's one example tool (imported by later chapters).
-- :mod:`.registry`: the registry, the single door every tool call goes through; ``ToolStatus``,
-  the one vocabulary of how a call ended, and ``ToolResult``, the outcome every caller gets.
+- :mod:`.door`: the single door as the chapter writes it (``SingleDoor``) and ``ToolError``, the
+  one refusal exception.
+- :mod:`.registry`: ``ToolRegistry``, the same door with more checks, which every later tool call
+  goes through; ``ToolStatus``, the one vocabulary of how a call ended, and ``ToolResult``, the
+  outcome every caller gets.
 - :mod:`.gateway`: subject, risk class, veto policies, confirmation and audit on that door.
 - :mod:`.adapters`: the registry's tools as LangChain / smolagents tools that use the door (every
   agent of chapters 02-04 gets its tools this way); a LangChain tool message carries the result.
@@ -35,12 +38,14 @@ from course.exports import lazy_exports
 #: What notebook 01, chapters 02-06 and the widgets use, by the module that defines it.
 _EXPORTS = {
     "calls": ("ToolCall",),
-    "examples": ("WEATHER", "get_weather"),
-    "registry": ("ToolError", "ToolRegistry", "ToolResult", "ToolStatus", "as_registry"),
+    "examples": ("get_weather",),
+    "door": ("ToolError",),
+    "registry": ("ToolRegistry", "ToolResult", "ToolStatus", "as_registry"),
     "gateway": ("Policy", "ToolGateway"),
     "adapters": ("langchain_tool", "langchain_tools", "smolagents_door", "tool_message"),
-    "protocol": ("CHAT_ROLES", "json_calls", "parse_model_output", "render_tool_prompt",
-                 "template_renders_tools", "tool_list_text", "tool_prompt_messages", "validity"),
+    "protocol": ("CHAT_ROLES", "count_validity", "json_calls", "parse_model_output",
+                 "render_tool_prompt", "template_renders_tools", "tool_list_text",
+                 "tool_prompt_messages"),
     "constrained": ("PrefixCache", "StopWhenReply", "common_prefix_length", "constrained_call",
                     "sample_replies"),
     "protocol_chat": ("LocalToolCallingChat",),

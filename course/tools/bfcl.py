@@ -1,8 +1,9 @@
 """The Berkeley Function Calling Leaderboard (BFCL v4) on a local model: free vs constrained.
 
-Note 003: a schema given to the model is "level 2" (about 95-99% well-formed calls); only
-constrained decoding guarantees the format. This module measures that on a public benchmark
-with the benchmark's own judge:
+Note 003's ladder: the schema described in the prompt (level 1), native tool calling by a model
+trained on a tool format (level 2, about 95-99% well-formed calls), constrained decoding (level
+3, the format guaranteed). This module measures level 1 ("free") against level 3
+("constrained") on a public benchmark with the benchmark's own judge:
 
 - the data and the judge come from the ``bfcl-eval`` wheel (Apache-2.0), pinned in
   :data:`course.assets.BFCL_PACKAGE`, a data package kept whole: ``python -m course prepare``

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from course.records import Record, json_safe
 from course.tools.catalogue import CatalogueTool
 from course.tools.constrained import PrefixCache
 from course.tools.protocol import render_tool_prompt
@@ -58,8 +59,10 @@ def order_tools(descriptions: dict[str, str]) -> list[CatalogueTool]:
 
 
 @dataclass
-class DescriptionRun:
-    """What the model chose for each request with one set of descriptions."""
+class DescriptionRun(Record):
+    """What the model chose for each request with one set of descriptions.
+
+    Displayed, it shows one line; its values (:meth:`record`) add the count right and ``n``."""
 
     label: str
     model: str
@@ -78,6 +81,12 @@ class DescriptionRun:
         spread = dict(Counter(self.chosen).most_common())
         return (f"{self.label}: {self.right}/{self.n} requests got the right tool "
                 f"(chance 1/{len(NAMES)}); chosen: {spread}")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {**json_safe(self), "right": self.right, "n": self.n}
 
 
 def choices(local: Any, descriptions: dict[str, str], label: str,

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from course.records import Record
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN, tool_prompt_messages
 
 __all__ = ["ReplyCount", "claims_success", "replies_after_results"]
@@ -38,8 +39,11 @@ def claims_success(reply: str) -> bool:
 
 
 @dataclass
-class ReplyCount:
-    """The ``n`` replies to one tool message, and how many claim success."""
+class ReplyCount(Record):
+    """The ``n`` replies to one tool message, and how many claim success.
+
+    Displayed, it shows each distinct reply with its count; its values (:meth:`record`) add
+    ``claims`` and, per reply, whether the rule counts it as a claim."""
 
     label: str
     tool_content: str
@@ -57,6 +61,13 @@ class ReplyCount:
         rows = [f"  [{'claims success' if claims_success(r) else 'no claim':>14}] x{k} {r!r}"
                 for r, k in seen.items()]
         return "\n".join([head, *rows])
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label, "tool_content": self.tool_content, "replies": self.replies,
+                "claims": self.claims, "claimed": [claims_success(r) for r in self.replies]}
 
 
 def replies_after_results(request: str, tool: str, arguments: dict[str, Any], schemas: list[dict],

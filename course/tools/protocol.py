@@ -10,8 +10,9 @@
   a longer text (chapter 04 reads pages with it); both read a call the same way.
 - :data:`CHAT_ROLES`: the chat-template role of each LangChain message type, for every chapter.
 - :func:`validity` classifies a parsed call against the registry's door (known, allowed, valid
-  arguments) without executing it. The loop that executes calls is LangGraph's ``ToolNode``
-  (chapter 01) and :func:`course.loop.agent_loop.run_loop` (chapter 03).
+  arguments) without executing it; :func:`count_validity` counts N replies so (a
+  :class:`ValidityCount`, a displayed record). The loop that executes calls is LangGraph's
+  ``ToolNode`` (chapter 01) and :func:`course.loop.agent_loop.run_loop` (chapter 03).
 
 Not handled: several calls in one reply (only the first is taken), streaming, nested JSON in
 string values beyond what ``json.loads`` accepts, and any judgement of whether the answer is
@@ -21,15 +22,17 @@ right (that is the reader's job, and the lesson's).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolError, ToolRegistry
 
-__all__ = ["CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "ParsedOutput", "call_text", "json_calls",
-           "parse_model_output", "render_tool_prompt", "template_renders_tools", "tool_list_text",
-           "tool_prompt_messages", "validity"]
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "ParsedOutput", "ValidityCount", "call_text",
+           "count_validity", "json_calls", "parse_model_output", "render_tool_prompt",
+           "template_renders_tools", "tool_list_text", "tool_prompt_messages", "validity"]
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 
@@ -208,3 +211,42 @@ def validity(parsed: ParsedOutput, registry: ToolRegistry) -> str:
     except ToolError as err:
         return f"invalid: {err.status}"
     return "valid"
+
+
+@dataclass
+class ValidityCount(Record):
+    """N generated replies of one mode (free or constrained), each classified by :func:`validity`.
+
+    Displayed, it shows one line; its values (:meth:`record`) are ``n``, ``valid`` and the count
+    of each verdict."""
+
+    label: str
+    verdicts: list[str]
+
+    @property
+    def n(self) -> int:
+        return len(self.verdicts)
+
+    @property
+    def valid(self) -> int:
+        return self.verdicts.count("valid")
+
+    def __str__(self) -> str:
+        rate = self.valid / self.n if self.n else 0.0
+        return (f"{self.label}: {self.valid}/{self.n} valid = {rate:.0%}   "
+                f"{dict(Counter(self.verdicts))}")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label, "n": self.n, "valid": self.valid,
+                "verdicts": dict(Counter(self.verdicts))}
+
+
+def count_validity(label: str, replies: list[str], registry: ToolRegistry,
+                   strict: bool = True) -> ValidityCount:
+    """Classify each reply (parsed with ``strict``: a call must open the reply) against
+    ``registry``, without executing anything."""
+    return ValidityCount(label, [validity(parse_model_output(r, strict=strict), registry)
+                                 for r in replies])

@@ -1,5 +1,8 @@
 """The tool registry: the single door every tool call goes through, and refusal as a result.
 
+Chapter 01 writes the door in a few lines (:mod:`course.tools.door`, where :class:`ToolError`
+lives); this is the same door with more checks, which the later chapters use.
+
 :class:`ToolRegistry` resolves a name to a function AND checks an allowlist before anything
 runs. Registration and permission are separate: ``register`` records a tool (``allowed=False``
 records it switched off); the allowlist (``allow`` / ``disallow`` / ``configure``) decides whether
@@ -38,6 +41,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from course.tools.door import ToolError
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry", "ToolResult", "ToolSpec",
            "ToolStatus", "as_registry"]
@@ -135,19 +140,6 @@ REFUSALS: dict[ToolStatus, str] = {
         "so it was NOT run. Tell the user the action was declined."
     ),
 }
-
-
-class ToolError(Exception):
-    """The tool (or the door in front of it) refused: a result for the model, not a bug.
-
-    ``status`` says which refusal it is (a :class:`ToolStatus`, default ``REFUSED``);
-    ``str(error)`` is the message written for the model.
-    """
-
-    def __init__(self, message: str, status: str = ToolStatus.REFUSED, tool: str = ""):
-        super().__init__(message)
-        self.status = ToolStatus(status)
-        self.tool = tool
 
 
 @dataclass
