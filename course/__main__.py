@@ -13,11 +13,15 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("prepare", help="prepare offline assets (GPT-2 tokenizer, bundled model)")
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        from course.assets import prepare_offline_assets
+        from course.assets import AssetError, prepare_offline_assets
         from course.models import converted_copy_cannot_load
+        from course.settings import CourseSettingError
 
-        for name, path in prepare_offline_assets(
-                cannot_load=converted_copy_cannot_load).items():
+        try:
+            prepared = prepare_offline_assets(cannot_load=converted_copy_cannot_load)
+        except (AssetError, CourseSettingError) as err:  # the message names the setting, the fix
+            parser.exit(2, f"{parser.prog} prepare: {err}\n")
+        for name, path in prepared.items():
             print(f"{name}: {path}")
         return 0
     from course.doctor import report

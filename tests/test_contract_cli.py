@@ -23,9 +23,10 @@ COMMITTED_BFCL = ROOT / "course" / "data" / "bfcl_bundled.json"
 COMMITTED_TOOL_COUNT = ROOT / "course" / "data" / "tool_count_accuracy.json"
 
 
-def run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+def run(argv: list[str], cwd: Path, timeout: float = 120,
+        **settings: str) -> subprocess.CompletedProcess:
     env = {"PATH": str(Path(PY).parent) + ":/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "HOME": str(Path.home()), "LANG": "C.UTF-8"}
+           "TRANSFORMERS_OFFLINE": "1", "HOME": str(Path.home()), "LANG": "C.UTF-8", **settings}
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=env)
 
@@ -226,3 +227,13 @@ def test_the_adapter_name_cannot_leave_the_adapters_folder():
         with pytest.raises(Exception, match="is not a name"):
             safe_name(bad)
     assert safe_name("smollm2-tools") == "smollm2-tools"
+
+
+@pytest.mark.contract("raw crash")
+def test_prepare_with_a_course_cache_under_a_file_says_so(tmp_path):
+    (tmp_path / "a-file").write_text("my notes\n")
+    cache = tmp_path / "a-file" / "cache"
+    err = refused(run(module("course", "prepare"), tmp_path, COURSE_CACHE=str(cache)),
+                  "python -m course prepare: COURSE_CACHE=", "is a file, not a folder", "Fix:")
+    assert str(tmp_path / "a-file") in err
+    assert (tmp_path / "a-file").read_text() == "my notes\n"
