@@ -4,8 +4,10 @@ The trimming graph is the memory chapter's :func:`course.memory.chat_graph.build
 with the original trimmer (``ORIGINAL_SETTINGS``) as its ``transform``: it trims the SAVED
 messages before the prompt template adds the system message, as published. :func:`run_turns`
 asks one question per turn and keeps a :class:`TurnRecord` (what the model received, what was
-stored, measured); :class:`TurnRuns` lays several runs side by side, a record that renders
-itself (text, HTML) and plots the stored reply's growth.
+stored, measured); :class:`Conversation` shows one run turn by turn, :class:`TurnRuns` lays
+several runs side by side and plots the stored reply's growth, and :class:`RunsSummary` gives
+one line per run. Each is a record: text for the student, its values for a machine
+(:mod:`course.records`).
 
 :func:`pipeline_chat_model` is the chat model the two bugs are about: ``ChatHuggingFace`` over
 a transformers ``text-generation`` pipeline on the model loaded in the kernel (the probe model),
