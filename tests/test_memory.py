@@ -106,6 +106,9 @@ def test_checkpoints_three_per_turn():
     assert [r.parent for r in table] == [None, 1, 2, 3, 4, 5]
     assert len({r.checkpoint_id for r in table}) == 6 and table.forks() == []
     assert table[-1].last == "ai: y" and table[0].last == "-"
+    values = table.record()  # what a notebook test reads: the rows without their configs
+    assert [r["parent"] for r in values["rows"]] == [None, 1, 2, 3, 4, 5]
+    assert values["rows"][-1]["last"] == "ai: y" and "checkpoint_id" not in values["rows"][0]
     text = str(table)
     assert text.splitlines()[0] == "thread 't': 6 checkpoints"
     assert "#6 parent=5 step=4 source=loop next=- messages=4 last=ai: y" in text

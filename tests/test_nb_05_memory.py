@@ -8,15 +8,6 @@ import pytest
 NOTEBOOK = "05_memory.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
-def _fields(line: str) -> dict[str, str]:
-    """``key=value`` pairs of one printed record line."""
-    return dict(re.findall(r"(\w+)=(\S+)", line))
-
-
-def _records(text: str, prefix: str) -> list[dict[str, str]]:
-    return [_fields(line) for line in text.splitlines() if line.startswith(prefix)]
-
-
 def test_history_is_in_the_second_prompt_and_absent_in_the_first(run):
     # in this kernel the cells show the token sequence itself (a server's run says transcript)
     for cell in ("alone", "with-history"):
@@ -123,10 +114,13 @@ def test_new_thread_starts_empty(run):
 
 
 def test_one_checkpoint_per_step_with_parents(run):
-    rows = _records(run.text("checkpoints"), "#")
-    assert [int(r["messages"]) for r in rows] == [0, 1, 2, 2, 3, 4]
+    table = run.record("checkpoints")
+    assert table["thread_id"] == "abc123"
+    rows = table["rows"]
+    assert [r["messages"] for r in rows] == [0, 1, 2, 2, 3, 4]
     assert [r["source"] for r in rows] == ["input", "loop", "loop"] * 2
-    assert [r["parent"] for r in rows] == ["-", "1", "2", "3", "4", "5"]
+    assert [r["parent"] for r in rows] == [None, 1, 2, 3, 4, 5]
+    assert [r["next"] for r in rows] == [["__start__"], ["model"], []] * 2
 
 
 def test_streaming_updates_and_tokens(run):
@@ -185,8 +179,8 @@ def test_only_the_answer_is_stored(run):
 
 
 def test_time_travel_replay_and_fork(run):
-    before = _records(run.text("time-travel"), "#")
-    assert len(before) == 6
+    before = run.record("time-travel")["rows"]
+    assert len(before) == 6 and [r["messages"] for r in before] == [0, 1, 2, 2, 3, 4]
     replay = run.text("replay")
     assert re.search(r"replayed from checkpoint #2 \[measured, SmolLM2-135M-Instruct", replay)
     assert "same reply as the first time: True" in replay  # greedy decoding
@@ -224,29 +218,30 @@ def test_concurrent_threads_are_isolated(run):
 
 
 def test_two_writers_lose_turns_only_without_the_guard(run):
-    rows = {r["mode"].rstrip(":"): {k: int(v) for k, v in r.items() if k != "mode"}
-            for r in _records(run.text("two-writers"), "mode=")}
-    assert set(rows) == {"unguarded", "guarded", "locked"}
-    for mode in rows:
-        assert rows[mode]["sent"] == 30
+    assert run.text("two-writers").startswith("scripted model (ScriptedEcho)")
+    rows = {r["mode"]: r for r in run.records("two-writers")}
+    assert list(rows) == ["unguarded", "guarded", "locked"]
+    assert all(r["sent"] == 30 for r in rows.values())
     # Without the guard every turn is reported saved; the thread keeps what it keeps, and the
     # difference is lost with no error (counted, not assumed: 0 is possible on a quiet run).
-    assert rows["unguarded"]["saved"] == 30 and rows["unguarded"]["error"] == 0
-    assert rows["unguarded"]["silently"] == 30 - rows["unguarded"]["thread"]
-    assert rows["guarded"]["silently"] == 0
-    assert rows["guarded"]["saved"] + rows["guarded"]["error"] == 30
-    assert rows["locked"] == {"sent": 30, "saved": 30, "error": 0, "kept": 0, "thread": 30,
-                              "silently": 0}
+    unguarded = rows["unguarded"]
+    assert (unguarded["reported_saved"], unguarded["refused"]) == (30, 0)
+    assert unguarded["lost_silently"] == 30 - unguarded["kept"]
+    assert rows["guarded"]["lost_silently"] == 0
+    assert rows["guarded"]["reported_saved"] + rows["guarded"]["refused"] == 30
+    assert rows["locked"] == {"mode": "locked", "sent": 30, "reported_saved": 30, "refused": 0,
+                              "refused_but_kept": 0, "kept": 30, "lost_silently": 0}
 
 
 def test_database_grows_faster_than_the_turns_and_pruning_shrinks_it(run):
-    text = run.text("growth")
-    rows = [{k: int(v) for k, v in r.items()} for r in _records(text, "turns=")]
+    assert run.text("growth").startswith("scripted model (ScriptedEcho)")
+    growth = run.record("growth")
+    rows = growth["rows"]
     assert [r["turns"] for r in rows] == [5, 10, 20]
     assert [r["checkpoints"] for r in rows] == [15, 30, 60]
     per_turn = [r["bytes"] / r["turns"] for r in rows]
-    assert per_turn[0] < per_turn[1] < per_turn[2]  # more than linear
-    assert all(r["bytes_after_pruning"] < r["bytes"] / 2 for r in rows[1:])
+    assert per_turn[0] < per_turn[1] < per_turn[2] and growth["ratio"] > 1  # more than linear
+    assert all(r["bytes_pruned"] < r["bytes"] / 2 for r in rows[1:])
     assert run.has_image("growth")
 
 

@@ -36,6 +36,7 @@ from langgraph.graph.message import add_messages
 
 from course.checkpoints import thread_config
 from course.models import agent_tokenizer, notes_tokenizer
+from course.records import Record, json_safe
 from course.tools.protocol import CHAT_ROLES
 
 __all__ = [
@@ -313,7 +314,7 @@ class CheckpointRow:
 
 
 @dataclass
-class CheckpointTable:
+class CheckpointTable(Record):
     """Every checkpoint of one thread, oldest first, with the parent each one continues.
 
     A straight thread has each checkpoint's parent one row up; a fork (``update_state`` on an
@@ -323,6 +324,14 @@ class CheckpointTable:
 
     thread_id: str
     rows: list[CheckpointRow]
+
+    def record(self) -> dict:
+        fields = ("number", "parent", "step", "source", "next", "messages", "last")
+        return json_safe({"thread_id": self.thread_id,
+                          "rows": [{f: getattr(r, f) for f in fields} for r in self.rows]})
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -43,6 +43,7 @@ from course.checkpoints import (
 )
 from course.cli import seconds, whole_number
 from course.memory.chat_graph import build_chat_graph
+from course.records import Record, json_safe
 
 __all__ = [
     "GrowthRow",
@@ -184,7 +185,7 @@ def append_turns(path: str | Path, thread_id: str, writer: str, turns: int, mode
 
 
 @dataclass
-class TwoWriters:
+class TwoWriters(Record):
     """Two writers on one thread: what each was told, and what the thread kept."""
 
     mode: str
@@ -211,6 +212,16 @@ class TwoWriters:
         writer had already continued from it)."""
         kept = set(self.saved)
         return [t for w in self.writers for t in w.refused if t in kept]
+
+    def record(self) -> dict:
+        return {"mode": self.mode, "sent": sum(len(w.committed) + len(w.refused)
+                                               for w in self.writers),
+                "reported_saved": len(self.committed), "refused": self.refused,
+                "refused_but_kept": len(self.refused_but_kept), "kept": len(self.saved),
+                "lost_silently": len(self.lost)}
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     def __str__(self) -> str:
         sent = sum(len(w.committed) + len(w.refused) for w in self.writers)
@@ -245,11 +256,17 @@ class GrowthRow:
 
 
 @dataclass
-class GrowthTable:
+class GrowthTable(Record):
     """File size against turns; :meth:`ratio` says how the size scales when turns double."""
 
     rows: list[GrowthRow]
     message_chars: int
+
+    def record(self) -> dict:
+        return {**json_safe(self), "ratio": self.ratio()}
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     def ratio(self) -> float:
         """bytes(last) / bytes(first) divided by (turns(last) / turns(first)): 1 if linear."""
