@@ -280,6 +280,10 @@ class GuardedSqliteSaver(SqliteSaver):
         _checked_thread(config)
         return super().get_tuple(config)
 
+    def list(self, config: dict | None, **kwargs: Any) -> Iterator[Any]:
+        _checked_thread(config)
+        return super().list(config, **kwargs)
+
     def put_writes(self, config: dict, writes: Any, task_id: str, task_path: str = "") -> None:
         _checked_thread(config)
         return super().put_writes(config, writes, task_id, task_path)

@@ -254,6 +254,8 @@ def test_a_lone_surrogate_thread_id_is_refused_in_the_store(tmp_path, thread_id)
     with pytest.raises(ValueError) as err:
         app.invoke({"messages": [HumanMessage("hi")]}, raw_config)
     _check_surrogate_message(str(err.value))
+    with pytest.raises(ValueError, match="lone surrogate"):
+        list(app.get_state_history(raw_config))
     with pytest.raises(ValueError):
         read_thread_from_file(db, thread_id)
 
