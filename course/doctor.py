@@ -1,8 +1,9 @@
 """``python -m course doctor``: is this machine ready for the workbook?
 
 Each check gives one line; a failed check says what to do. The same report shows in the first
-notebook. The doctor reads files, headers and versions and asks a configured server for its
-model list (a few seconds at most); it does not load model weights or download anything. It
+notebook (:func:`doctor_report`, a :class:`Report` record whose values a test reads). The doctor
+reads files, headers and versions and asks a configured server for its model list (a few
+seconds at most); it does not load model weights or download anything. It
 compares the prepared files with the manifest ``prepare`` wrote (course/assets.py): small files
 are hashed whole, the weights and the GGUF only when their size or mtime changed, else by a
 sample of 64 blocks. A model folder the kernel would load (``COURSE_MODEL=/some/dir``, or the
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course.models import PREPARE_COMMAND
+from course.records import Record
 from course.settings import (
     MODEL_SETTING,
     CourseSettingError,
@@ -326,19 +328,58 @@ def run_checks() -> list[Check]:
             _offline(), _gpt2(), _qwen(), _cache(), _widgets()]
 
 
+@dataclass(frozen=True)
+class Report(Record):
+    """The doctor's report: one line per check, then a count of the required checks that passed,
+    and what to fix. Shown as text; a test reads :meth:`record` (each check's name, status and
+    detail, the counts, ``ok``)."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def counted(self) -> list[Check]:
+        return [c for c in self.checks if c.applies]
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.counted if not c.ok and not c.optional]
+
+    @property
+    def required(self) -> list[Check]:
+        return [c for c in self.counted if not c.optional]
+
+    @property
+    def ok(self) -> bool:
+        """True when every required check passed (a failed optional check only warns)."""
+        return not self.failed
+
+    def __str__(self) -> str:
+        warned = [c for c in self.counted if not c.ok and c.optional]
+        skipped = [c for c in self.checks if not c.applies]
+        total = (f"{len(self.required) - len(self.failed)} of {len(self.required)} checks passed"
+                 + ("" if not self.failed else f"; fix: {', '.join(c.name for c in self.failed)}")
+                 + ("" if not warned else f"; optional, missing: {', '.join(c.name for c in warned)}")
+                 + ("" if not skipped else f"; not applicable on Colab: "
+                                           f"{', '.join(c.name for c in skipped)}"))
+        return "\n".join([*(c.line() for c in self.checks), total])
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict:
+        return {"checks": [{"name": c.name, "status": c.status, "detail": c.detail}
+                           for c in self.checks],
+                "passed": len(self.required) - len(self.failed), "required": len(self.required),
+                "ok": self.ok}
+
+
+def doctor_report() -> Report:
+    """Run every check and return the report (the notebook displays it)."""
+    return Report(tuple(run_checks()))
+
+
 def report() -> bool:
     """Print the report; True when every check passed."""
-    checks = run_checks()
-    for check in checks:
-        print(check.line())
-    counted = [c for c in checks if c.applies]
-    failed = [c for c in counted if not c.ok and not c.optional]
-    warned = [c for c in counted if not c.ok and c.optional]
-    required = [c for c in counted if not c.optional]
-    skipped = [c for c in checks if not c.applies]
-    print(f"{len(required) - len(failed)} of {len(required)} checks passed"
-          + ("" if not failed else f"; fix: {', '.join(c.name for c in failed)}")
-          + ("" if not warned else f"; optional, missing: {', '.join(c.name for c in warned)}")
-          + ("" if not skipped else f"; not applicable on Colab: "
-                                    f"{', '.join(c.name for c in skipped)}"))
-    return not failed
+    result = doctor_report()
+    print(result)
+    return result.ok
