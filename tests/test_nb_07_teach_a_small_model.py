@@ -13,6 +13,8 @@ from course.finetune.data import HELD_OUT_FAMILIES, held_out_tasks, training_tas
 
 NOTEBOOK = "07_teach_a_small_model.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
+COMMITTED = "measured (committed result of an earlier run: course/data/"
+EVALUATION = "course/data/adapters/smollm2-tools/evaluation.json"
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +28,20 @@ def manifest():
 
 
 def test_the_problem_cites_the_committed_base_figures(run, evaluation):
-    base = evaluation["summary"][0]
-    text = run.text("problem")
-    assert text.startswith(f"[measured] {base['model']}, {base['tasks']} held-out tasks")
-    assert (f"parse into code: {base['parsed_steps']} of {base['steps']}; final answers: "
-            f"{base['final_answer']} of {base['tasks']}; successes: {base['success']} of "
-            f"{base['tasks']}") in text
+    shown = run.record("problem")
+    assert shown["source"] == f"measured (committed result of an earlier run: {EVALUATION})"
+    assert shown["file"] == EVALUATION
+    assert shown["summary"] == evaluation["summary"][:1]  # the base model's part, as committed
+    assert list(shown["runs"]) == [evaluation["summary"][0]["model"]]
+    assert run.text("problem").startswith(f"[{shown['source']}] 6 held-out tasks")
 
 
 def test_the_base_live_step_writes_no_parseable_code(run):
-    text = run.text("base-live")
-    assert "[measured] SmolLM2-135M-Instruct (bundled), live, step 1 of 'What is the current " \
-           "weather in Paris?'" in text
-    assert "parsed into code: False; tools called: none" in text
+    step = run.record("base-live")
+    assert step["model"] == "SmolLM2-135M-Instruct (bundled)"
+    assert step["task"] == "What is the current weather in Paris?" and step["steps"] == 1
+    assert step["parsed_steps"] == 0 and step["tools_called"] == [] and not step["right_tool"]
+    assert "[measured] SmolLM2-135M-Instruct (bundled), live" in run.text("base-live")
 
 
 def test_no_held_out_family_is_trained_on(run):
@@ -91,24 +94,34 @@ def test_the_live_run_lowers_the_loss_on_the_same_trajectory(run):
     assert int(times) == 3 and int(reused.replace(",", "")) == 3 * int(prefix.replace(",", ""))
 
 
-def test_the_masked_loss_is_the_package_one(run):
-    source = run.text("masked-loss-source")
-    assert source.startswith("def masked_loss(") and "cross_entropy" in source
+def test_the_masked_loss_is_written_in_the_lesson_and_used_live(run):
+    """The cell writes masked_loss (test_saved_cells keeps it equal to course.finetune.train's),
+    prints nothing, and the live steps call it."""
+    cell = run.cells("masked-loss-source")[0]
+    assert cell.source.startswith("# saved in course.finetune.train\n")
+    assert "def masked_loss(" in cell.source and run.text("masked-loss-source") == ""
     assert "masked_loss(peft_model, sample, cache)" in run.cells("live-train")[0].source
 
 
 def test_the_full_run_curve_is_the_committed_log(run, manifest):
     assert run.has_image("loss-curve")
     text = run.text("loss-curve")
-    assert (f"[measured] full run ({manifest['steps']} steps, {manifest['wall_seconds']:,.0f} s, "
-            f"{manifest['torch_threads']} torch thread") in text
+    assert (f"[{COMMITTED}adapters/smollm2-tools/train_log.jsonl)] full run, {manifest['steps']} "
+            "steps") in text
     assert f"first 8 steps {manifest['mean_loss_first_8']:.3f}, of the last 8 " \
            f"{manifest['mean_loss_last_8']:.3f}" in text
+    assert re.search(r"^\[measured\] the live run above: \d\.\d{3} -> \d\.\d{3}$", text, re.M)
 
 
 def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
+    import course.adapter_manifest
+    import course.finetune.adapter
+
+    assert course.finetune.adapter.check_adapter is course.adapter_manifest.check_adapter
     text = run.text("manifest")
-    assert text.startswith(f"[measured] adapter {manifest['name']} passes its manifest check")
+    assert text.startswith(f"[{COMMITTED}adapters/smollm2-tools/manifest.json)] adapter "
+                           f"{manifest['name']}:")
+    assert "manifest check, run here: every adapter file has the sha256" in text
     for name, digest in manifest["files"].items():
         assert f"{name} {digest[:12]}..." in text
     assert f"data sha256 {manifest['data_sha256'][:12]}..." in text
@@ -116,30 +129,33 @@ def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
 
 
 def test_the_held_out_table_is_the_committed_evaluation(run, evaluation):
-    text = run.text("heldout-table")
-    assert text.startswith("[measured] held-out tasks (6)")
-    for s in evaluation["summary"]:
-        row = next(line for line in text.splitlines() if line.strip().startswith(s["model"]))
-        cells = [c.strip() for c in row.split("|")]
-        assert cells[1:] == [f"{s['parsed_steps']}/{s['steps']}", f"{s['right_tool']}/{s['tasks']}",
-                             f"{s['final_answer']}/{s['tasks']}", f"{s['success']}/{s['tasks']}",
-                             f"{s['input_tokens']:,} / {s['output_tokens']:,}"]
-    base, tuned = evaluation["summary"]
+    shown = run.record("heldout-table")
+    assert shown["file"] == EVALUATION and shown["source"].startswith(COMMITTED)
+    assert shown["summary"] == evaluation["summary"] and shown["runs"] == evaluation["runs"]
+    assert shown["max_steps"] == evaluation["max_steps"] == 3
+    base, tuned = shown["summary"]
     assert tuned["parse_rate"] > base["parse_rate"]
+    text = run.text("heldout-table")  # the student's table says the same rows
+    for s in shown["summary"]:
+        row = next(line for line in text.splitlines() if line.strip().startswith(s["model"]))
+        assert [c.strip() for c in row.split("|")][1:3] == [f"{s['parsed_steps']}/{s['steps']}",
+                                                            f"{s['right_tool']}/{s['tasks']}"]
 
 
 def test_the_live_step_shows_the_format_learned_and_the_search_skipped(run):
-    text = run.text("tuned-live")
-    base, tuned = text.split("[measured] SmolLM2-135M-Instruct + LoRA (bundled+tools), live")
-    assert "parsed into code: False" in base
-    assert "output: 'Thought:" in tuned and "parsed into code: True" in tuned
-    assert "first tool is web_search: False" in tuned  # the judgement is not learned
+    base, tuned = run.records("tuned-live")
+    assert base == run.record("base-live")
+    assert tuned["model"] == "SmolLM2-135M-Instruct + LoRA (bundled+tools)"
+    assert base["parsed_steps"] == 0
+    assert tuned["first_output"].startswith("Thought:") and tuned["parsed_steps"] == 1
+    assert not tuned["right_tool"] and "web_search" not in tuned["tools_called"]  # no judgement
 
 
 def test_the_lesson_is_computed_from_the_runs(run, evaluation):
     text = run.text("lesson")
     tuned = evaluation["runs"][evaluation["summary"][1]["model"]]
-    assert text.startswith(f"[measured] {evaluation['summary'][1]['model']}, per held-out task")
+    assert text.startswith(f"[measured (committed result of an earlier run: {EVALUATION})] "
+                           f"{evaluation['summary'][1]['model']}, per held-out task")
     for r in tuned:
         assert f"{r['family']:<18} parsed {r['parsed_steps']}/{r['steps']} steps" in text
     assert "format learned, every step parses: True" in text
@@ -165,6 +181,12 @@ def test_outputs_are_short_and_labelled(run):
                      if line.strip() and not line.startswith(("LoRA steps", "Loading weights",
                                                               "<Figure")))
         assert any(f"[{label}" in first or f"{label}:" in first for label in LABELS), (cell_id, first)
+    for cell_id in ("problem", "loss-curve", "manifest", "heldout-table", "lesson", "bfcl"):
+        first = run.text(cell_id).splitlines()
+        first = next(line for line in first if line.startswith("["))
+        assert first.startswith(f"[{COMMITTED}"), (cell_id, first)  # read from a file, named
+    for cell_id in ("base-live", "live-train", "tuned-live"):  # run in the student's kernel
+        assert run.text(cell_id).count("committed") == 0, cell_id
 
 
 def test_the_bfcl_cell_shows_both_committed_tables(run):
@@ -174,7 +196,8 @@ def test_the_bfcl_cell_shows_both_committed_tables(run):
         pytest.skip("the adapter's BFCL table is not committed")
     text = run.text("bfcl")
     base, tuned = (json.loads(p.read_text()) for p in (BFCL_LAST_RUN, BFCL_TOOLS_RUN))
-    assert text.startswith("[measured] BFCL, flat questions")
+    assert text.startswith(f"[{COMMITTED}bfcl_bundled.json, course/data/bfcl_bundled_tools.json)] "
+                           "BFCL, flat questions")
     for category in ("simple", "multiple"):
         for mode in ("free", "constrained"):
             a, b = (next(r for r in t["rows"] if (r["category"], r["mode"], r["subset"])

@@ -15,8 +15,13 @@ runs do), reusing the kept key/value cache of the shared system prompt. Per run 
   to fix the answer is fixed code (:func:`fixed_code_returned`);
 - tokens: input and output tokens the model object reported.
 
-Every figure is *measured* (the models ran here). Not handled: sampling (greedy only), judging
-whether a weather answer is true (the checks judge the trajectory), servers.
+Every figure is *measured* (the models ran here). A lesson that shows the committed
+``evaluation.json`` of an earlier run says so and names the file (:func:`committed_label`,
+:class:`HeldOut`); a run made in the kernel shows as a :class:`TaskResult`. Both are records
+(:class:`course.records.Record`): text for the student, their values for a test.
+
+Not handled: sampling (greedy only), judging whether a weather answer is true (the checks judge
+the trajectory), servers.
 """
 
 from __future__ import annotations
@@ -28,14 +33,31 @@ from pathlib import Path
 from typing import Any
 
 from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS  # one cap, chapters 02-03's too
+from course.records import Record
 
-__all__ = ["Comparison", "TaskResult", "compare", "evaluate", "fixed_code_returned",
-           "kernel_agent_model", "run_task"]
+__all__ = ["Comparison", "HeldOut", "TaskResult", "committed_label", "compare", "evaluate",
+           "fixed_code_returned", "kernel_agent_model", "run_task", "shown_path"]
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a reader finds it in the workbook: from the folder that holds ``course/``
+    (``course/data/adapters/smollm2-tools/evaluation.json``), else as it is."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def committed_label(*paths: Path) -> str:
+    """The provenance of a result an earlier run committed: measured, not here, and where."""
+    return f"measured (committed result of an earlier run: {', '.join(map(shown_path, paths))})"
 
 
 @dataclass
-class TaskResult:
-    """One held-out task run by one model (all measured)."""
+class TaskResult(Record):
+    """One held-out task run by one model (all measured). Shown as a short view (the first
+    output, whether it parsed, the tools called); its record is every field."""
 
     model: str
     family: str
@@ -52,6 +74,17 @@ class TaskResult:
     first_output: str = ""
     answer: str = ""
     tools_called: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        first_tool = self.tools_called[0] if self.tools_called else "none"
+        steps = f"{self.steps} step" + ("s" if self.steps != 1 else "")
+        return (f"[measured] {self.model}, live, {steps} of {self.task!r} ({self.seconds} s):\n"
+                f"  output: {self.first_output[:150]!r}\n"
+                f"  parsed into code: {self.parsed_steps} of {steps}; first tool: {first_tool}; "
+                f"tools called: {', '.join(self.tools_called) or 'none'}")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 def kernel_agent_model(local: Any, max_new_tokens: int = MAX_NEW_TOKENS) -> Any:
@@ -192,6 +225,52 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(str(self))}</pre>"
+
+
+@dataclass
+class HeldOut(Record):
+    """A held-out evaluation as a lesson shows it: one row per model (parse rate, right first
+    tool, final answers, successes, tokens), labelled with where it came from (``source``)."""
+
+    source: str
+    file: str
+    max_steps: int
+    summary: list[dict[str, Any]]
+    runs: dict[str, list[dict[str, Any]]]
+
+    @classmethod
+    def committed(cls, path: Path) -> HeldOut:
+        """The evaluation an earlier run committed at ``path`` (``evaluation.json``)."""
+        import json
+
+        data = json.loads(Path(path).read_text())
+        return cls(committed_label(path), shown_path(path), data["max_steps"], data["summary"],
+                   data["runs"])
+
+    @property
+    def models(self) -> list[str]:
+        return [s["model"] for s in self.summary]
+
+    def only(self, model: str) -> HeldOut:
+        """The same evaluation, one model's part of it."""
+        return HeldOut(self.source, self.file, self.max_steps,
+                       [s for s in self.summary if s["model"] == model], {model: self.runs[model]})
+
+    def __str__(self) -> str:
+        rows = [("model", "parse rate", "right tool", "final answer", "success", "tokens in / out")]
+        rows += [(s["model"], f"{s['parsed_steps']}/{s['steps']}", f"{s['right_tool']}/{s['tasks']}",
+                  f"{s['final_answer']}/{s['tasks']}", f"{s['success']}/{s['tasks']}",
+                  f"{s['input_tokens']:,} / {s['output_tokens']:,}") for s in self.summary]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        tasks = self.summary[0]["tasks"] if self.summary else 0
+        head = (f"[{self.source}] {tasks} held-out tasks, at most {self.max_steps} steps each, "
+                "greedy:")
+        lines = ["  " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                 for r in rows]
+        return "\n".join([head, *lines])
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
