@@ -61,16 +61,17 @@ def test_every_chapter_has_the_shape_of_a_lesson(path):
     summary = _heading_index(nb, "## Summary")
     exercises = _heading_index(nb, "## Exercises")
     assert summary is not None and exercises is not None, path.name
-    for name in ("quiz", "quiz-answers", "quiz-check"):
+    for name in ("quiz", "quiz-check"):
         assert name in ids, f"{path.name}: no '{name}' cell"
-    quiz, answers, graded = (ids.index(n) for n in ("quiz", "quiz-answers", "quiz-check"))
-    assert summary < quiz < answers < graded < exercises, path.name
-    meta = {n: nb.cells[ids.index(n)].metadata.get("nbgrader", {})
-            for n in ("quiz", "quiz-answers", "quiz-check")}
+    quiz, graded = (ids.index(n) for n in ("quiz", "quiz-check"))
+    assert summary < quiz < graded < exercises, path.name
+    meta = {n: nb.cells[ids.index(n)].metadata.get("nbgrader", {}) for n in ("quiz", "quiz-check")}
     assert meta["quiz"].get("locked") and not meta["quiz"].get("grade"), path.name
-    assert meta["quiz-answers"].get("solution"), path.name
     assert meta["quiz-check"].get("grade") and meta["quiz-check"].get("points") == 1, path.name
-    assert "### BEGIN SOLUTION" in nb.cells[answers].source, path.name
+    # Answered once, in the widget: the graded cell grades the choices saved beside the notebook.
+    assert "QuizWidget(quiz)" in nb.cells[quiz].source, path.name
+    assert "quiz.check_saved()" in nb.cells[graded].source, path.name
+    assert "my_answers" not in "".join(c.source for c in nb.cells), path.name
     assert f'Quiz("{path.name[:2]}"' in nb.cells[quiz].source, path.name
     further = _heading_index(nb, "## Going further")
     if further is not None:
@@ -108,3 +109,18 @@ def test_the_cells_speak_to_the_student(path):
     found = [(cell.get("id"), m.group(0)) for cell in nbformat.read(path, as_version=4).cells
              for m in [ENGINEERS_NOTES.search(cell.source)] if m]
     assert not found, f"{path.name}: engineers' notes in the student's cells: {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_instructor_edition_has_its_quiz_answered(path):
+    """The instructor's choices lie beside the chapter (quiz_NN.json), as a student's clicks
+    would, and they are all right: the instructor edition passes its own quiz."""
+    import io
+    from contextlib import redirect_stdout
+
+    quiz_cell = next(c for c in nbformat.read(path, as_version=4).cells if c.get("id") == "quiz")
+    namespace: dict = {}
+    with redirect_stdout(io.StringIO()):
+        exec(quiz_cell.source, namespace)
+    result = namespace["quiz"].check_saved(path.parent)
+    assert result.passed and not result.unanswered, (path.name, result.summary())
