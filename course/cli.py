@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -101,9 +102,10 @@ def safe_name(text: str) -> str:
 def output_problem(path: Path, *, overwrite: bool, flag: str = "--overwrite") -> str | None:
     """Why a result may not be written at ``path`` (with the fix), or None when it may.
 
-    A folder, or a path under a file, never; a file that exists only with ``overwrite`` (the
-    person passed ``flag``); a result the course ships (under :data:`COMMITTED_DATA`) is
-    named as such, since a chapter shows it.
+    A folder, a path under a file or in a folder that does not exist, or one that cannot be
+    written: never (checked before the work, so a long run is not lost at the end); a file that
+    exists only with ``overwrite`` (the person passed ``flag``); a result the course ships
+    (under :data:`COMMITTED_DATA`) is named as such, since a chapter shows it.
     """
     path = Path(path)
     if path.is_dir():
@@ -111,6 +113,12 @@ def output_problem(path: Path, *, overwrite: bool, flag: str = "--overwrite") ->
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             return f"{path} cannot be made: {parent} is a file, not a folder"
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        return (f"{path} cannot be written: its folder {folder} does not exist. Fix: make it "
+                "first, or give a file in a folder that exists")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"{path} cannot be written: no write permission. Fix: give a file you can write"
     if path.exists() and not overwrite:
         try:
             committed = path.resolve().is_relative_to(COMMITTED_DATA)

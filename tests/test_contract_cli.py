@@ -88,6 +88,8 @@ CASES = [
          "rows-5.json is not a BFCL table", id="bfcl --merge rows=5"),
     case("unclear error", module("course.tools.bfcl", "--limit", "1", "--out", "."),
          "is a folder: give a file name", id="bfcl --out a folder"),
+    case("data loss", module("course.tools.bfcl", "--limit", "1", "--out", "no-dir/t.json"),
+         "its folder", "does not exist", "Fix:", id="bfcl --out in a missing folder"),
     # python -m course.tools.tool_count (chapter 01's tool-count curve)
     case("raw crash", module("course.tools.tool_count", "--jobs", "0"), "--jobs", NUMBER,
          id="tool_count --jobs 0"),
