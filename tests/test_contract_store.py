@@ -321,3 +321,17 @@ def test_closing_the_saver_leaves_the_main_file_complete(tmp_path):
 def test_the_docstrings_say_where_a_crashed_writers_turns_live():
     assert "crashed" in checkpoints.__doc__ and "memory.sqlite-wal" in checkpoints.__doc__
     assert "folded" in sqlite_checkpointer.__doc__
+
+
+@pytest.mark.contract("hang")
+def test_opening_and_closing_never_wait_for_another_writer(tmp_path, hold_lock):
+    """Folding the WAL in does not wait: while another process writes, what it cannot copy
+    stays in the -wal file."""
+    db = tmp_path / "memory.sqlite"
+    sqlite_checkpointer(db).close()
+    holder = hold_lock(db)  # WAL mode: another process in a write transaction
+    start = time.monotonic()
+    saver = sqlite_checkpointer(db)
+    saver.close()
+    assert time.monotonic() - start < LOCK_WAIT_S, "waited for the other writer"
+    assert holder.poll() is None
