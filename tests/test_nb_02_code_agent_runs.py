@@ -21,33 +21,32 @@ def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert "ending at its first code block or after 64 new tokens" in run.text("live-plan")
     cached = {}
     for task in ("weather", "bond", "debug"):
-        text = run.text(f"live-{task}")
-        assert f"{task} [measured] model: SmolLM2-135M-Instruct (bundled)" in text, text
-        assert int(field(text, "steps")) == 1, text  # one model call, as the plan says
-        assert field(text, "stopped") == "step" and "answer: None" in text, text  # step limit (1)
-        assert float(field(text, "seconds")) > 0
-        assert re.search(r"step_seconds=\d+\.\d", text), text
-        assert int(field(text, "input_tokens")) > 2000  # smolagents' real prompt re-read
-        assert 0 < int(field(text, "output_tokens")) <= 64, text
-        cached[task] = int(field(text, "cached_prompt_tokens"))
-    # interface-live's CodeAgent read the first prompt; these reuse the part all CodeAgent
-    # prompts share (smolagents' instructions up to the tool list)
+        live = run.record(f"live-{task}")
+        assert live["name"] == task and live["model"] == "SmolLM2-135M-Instruct (bundled)", live
+        assert live["steps"] == 1, live  # one model call, as the plan says
+        assert live["stopped"] == "step limit (1)" and live["answer"] == "None", live
+        assert live["seconds"] > 0 and live["step_records"][0]["seconds"] > 0, live
+        assert live["input_tokens"] > 2000  # smolagents' real prompt re-read
+        assert 0 < live["output_tokens"] <= 64, live
+        cached[task] = live["cached_prompt_tokens"]
+    # the live CodeAgent of the interface comparison read the first prompt; these reuse the part
+    # all CodeAgent prompts share (smolagents' instructions up to the tool list)
     assert cached["weather"] == cached["bond"] == cached["debug"] > 1500, cached
     for task, tool in (("weather", "web_search"), ("bond", "image_generator")):
-        text = run.text(f"live-{task}")
-        assert "AgentParsingError" in text, text
-        assert f"[relevant tool never called] run: the task calls for '{tool}'" in text, text
-    debug = run.text("live-debug")  # it runs a copy of the script, bugs and all: no check fires
-    assert "the call ended at its first complete code block" in debug, debug
-    code = re.search(r"code run: (.*)", debug).group(1)
+        live = run.record(f"live-{task}")
+        assert live["step_records"][0]["error"].startswith("AgentParsingError"), live
+        assert f"relevant tool never called ({tool})" in live["flags"], live
+    debug = run.record("live-debug")  # it runs a copy of the script, bugs and all: no check fires
+    assert "the call ended at its first complete code block" in run.text("live-debug")
+    code = debug["step_records"][0]["code"]
     assert "range(4)" in code and "numbers(i)" in code, code
-    assert "error: AgentExecutionError" in debug and "flags: none" in debug, debug
+    assert debug["step_records"][0]["error"].startswith("AgentExecutionError") and debug["flags"] == []
     assert run.has_widget("live-stepper-now")
-    table = run.text("live-side-by-side")  # each flag names the tool it is about
-    assert row(table, "bond, live").endswith(
-        "flags=relevant tool never called (image_generator), relevant tool never called "
-        "(web_search)"), table
-    assert row(table, "weather, live").endswith("flags=relevant tool never called (web_search)")
+    rows = {r["run"]: r for r in run.record("live-side-by-side")["rows"]}  # each flag names its tool
+    assert rows["bond, live"]["flags"] == ["relevant tool never called (image_generator)",
+                                           "relevant tool never called (web_search)"], rows
+    assert rows["weather, live"]["flags"] == ["relevant tool never called (web_search)"]
+    assert rows["weather, live"]["outputs"] == "measured"
 
 
 TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
@@ -152,6 +151,11 @@ def test_the_cells_and_the_package_are_one_loop(cells_version):
         ours = cells_version["run_dummy_agent"](question, tools, package.scripted_generate(replies))
         theirs = package.run_dummy_agent(question, tools, package.scripted_generate(replies))
         assert str(ours) == str(theirs) and ours.messages == theirs.messages, replies
+    # another parser plugs into both loops the same way (exercise 1 gives one for JSON actions)
+    upper = lambda reply: package.FinalAnswer(reply.upper())  # noqa: E731
+    ours = cells_version["run_dummy_agent"]("q", tools, package.scripted_generate(["ok"]), parse=upper)
+    theirs = package.run_dummy_agent("q", tools, package.scripted_generate(["ok"]), parse=upper)
+    assert ours.answer == theirs.answer == "OK"
 
 
 def test_the_loop_parses_and_runs_the_notes_replies(cells_version):
@@ -192,7 +196,7 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
                              "reconstructed: the Thought lines")
     assert "stopped: final answer; answer: 'Clear sky, around 13-16°C'" in replay
     ideal = run.text("dummy-ideal")
-    assert ideal.startswith("[recorded: note 000's ideal ReAct trajectory")
+    assert ideal.startswith("[reconstructed (from the note): the ideal ReAct trajectory")
     assert "the search found the DB5: True" in ideal
     assert "kwargs={'prompt': 'Aston Martin DB5'}" in ideal
     live = run.text("dummy-live")
@@ -203,22 +207,21 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
 
 # ----- code as the interface -----
 def test_code_takes_one_step_where_tool_calls_take_three(run):
-    text = run.text("interface-scripted")
-    assert text.startswith("[scripted] model outputs written by the course (no LLM)")
-    code, calls = row(text, "CodeAgent"), row(text, "ToolCallingAgent")
-    assert field(code, "steps") == "1" and field(calls, "steps") == "3", text
-    assert field(code, "get_weather_runs") == field(calls, "get_weather_runs") == "6"
-    for line in (code, calls):
-        assert line.endswith("answer='Madrid: 70 °F, clear sky'"), line
-    assert int(field(code, "input_tokens")) < int(field(calls, "input_tokens"))
-    assert row(run.text("interface-live"), "CodeAgent")  # one agent per cell, then both
-    live = run.text("interface-live-calls")
-    assert live.startswith("[measured] model: SmolLM2-135M-Instruct (bundled)")
+    pair = run.record("interface-scripted")
+    assert pair["label"].startswith("[scripted] model outputs written by the course (no LLM)")
+    code, calls = pair["runs"]["CodeAgent"], pair["runs"]["ToolCallingAgent"]
+    assert code["steps"] == 1 and calls["steps"] == 3, pair
+    assert code["get_weather_runs"] == calls["get_weather_runs"] == 6
+    assert code["answer"] == calls["answer"] == "Madrid: 70 °F, clear sky"
+    assert code["input_tokens"] < calls["input_tokens"]
+    assert list(run.record("interface-live")["runs"]) == ["CodeAgent"]  # one agent per cell
+    live = run.record("interface-live-calls")
+    assert live["label"].startswith("[measured] model: SmolLM2-135M-Instruct (bundled)")
     for agent in ("CodeAgent", "ToolCallingAgent"):
-        line = row(live, agent)
-        assert field(line, "steps") == "1" and field(line, "stopped") == "step", line
-        assert int(field(line, "input_tokens")) > 500, line
-    assert live.count("AgentParsingError") == 2, live
+        one = live["runs"][agent]
+        assert one["steps"] == 1 and one["stopped"] == "step limit (1)", one
+        assert one["input_tokens"] > 500, one
+        assert one["errors"][0].startswith("AgentParsingError"), one
 
 
 def test_recordings_are_listed_with_their_provenance(run):
@@ -237,7 +240,7 @@ def test_weather_replay_three_steps_glued_answer(run):
     text = run.text("weather-replay")
     assert "[reconstructed] steps: 3" in text
     assert "final answer: Clear sky, around 13-16°C" in text
-    search = run.text("weather-search")
+    search = text.split("final answer:")[1]
     first, second = search.split("web_search('current weather in Paris, France'):")
     assert first.count("Orbit Mobile Community") == 3
     assert "MeteoCity" in second and "SkyReport" in second
@@ -247,12 +250,13 @@ def test_bond_replay_draws_once_never_searches(run):
     text = run.text("bond-replay")
     assert "image_generator calls: 1; web_search calls: 0" in text
     assert "the generator received: James Bond's car from the latest Bond movie, high-res, photorealistic" in text
+    assert "names a car model ('Aston Martin' or 'DB5'): False" in text  # the original's cell 7
     assert run.has_image("bond-image")
 
 
 def test_debug_replay_never_runs_the_script(run):
-    assert "numbers=[0, 1, 2]" in run.text("debug-replay")
-    text = run.text("debug-answer")
+    text = run.text("debug-replay")
+    assert "numbers=[0, 1, 2]" in text
     assert "steps: 1" in text and "steps whose code executed the script: none" in text
     assert "range(len(numbers))" in text and "numbers[i]" in text
     shows = run.text("debug-what-running-shows")
@@ -260,17 +264,14 @@ def test_debug_replay_never_runs_the_script(run):
     assert "fixed: runs, prints ['0', '1', '2']" in shows
 
 
-def test_the_original_notebooks_misleading_cells_are_shown(run):
-    cell7 = run.text("original-cell-7")
-    assert "generator received: \"James Bond's car from the latest Bond movie, high-res, photorealistic\"" in cell7
-    assert "names a car model ('Aston Martin' or 'DB5'): False" in cell7
-    text = run.text("original-text-cell")
+def test_the_original_notebooks_text_cell_is_read_against_the_traces(run):
+    text = run.text("reference-runs")
     assert "steps that ran the script: none (1 step)" in text
     assert re.search(r"72B cookbook run.*steps that ran the script: \[1, 2\]", text)
 
 
 def test_the_search_result_count_is_sourced(run):
-    text = run.text("search-defaults")
+    text = run.text("weather-tokens")
     assert "DuckDuckGoSearchTool: max_results=10 by default" in text
     assert "the offline web_search: max_results=3" in text
 
@@ -280,27 +281,32 @@ def row(table: str, label: str) -> str:
 
 
 def test_checks_flag_exactly_the_note_runs(run):
-    text = run.text("checks")
-    assert text.startswith("[model outputs reconstructed from note 000; observations computed here]")
-    assert run.text("ideal-bond").startswith("[reconstructed: from the note's ideal trajectory")
-    assert "weather: answer 'Clear sky, around 13-16°C' -> 1 flag(s)" in text
-    assert "[merged contradictions] step 3" in text
-    assert "bond: answer" in text and "[relevant tool never called]" in text
-    assert "[instruction to run code ignored]" in text
-    assert text.count("-> 1 flag(s)") == 3
-    assert "flags: none" in run.text("ideal-bond")
-    assert "search results named the DB5: True" in run.text("ideal-bond")
-    table = run.text("side-by-side")
-    assert row(table, "bond, note").endswith("flags=relevant tool never called (web_search)")
+    assert run.text("checks").startswith(
+        "[model outputs reconstructed from note 000; observations computed here]")
+    verdicts = {v["run"]: v for v in run.records("checks")}
+    assert list(verdicts) == ["weather", "bond", "debug"]
+    assert verdicts["weather"]["answer"] == "Clear sky, around 13-16°C"
+    flags = {name: [(f["check"], f["step"], f["subject"]) for f in v["flags"]]
+             for name, v in verdicts.items()}
+    assert flags == {"weather": [("merged contradictions", 3, None)],
+                     "bond": [("relevant tool never called", None, "web_search")],
+                     "debug": [("instruction to run code ignored", 1, None)]}, flags
+    ideal = run.text("ideal-bond")
+    assert ideal.startswith("[reconstructed (from the note)]"), ideal
+    assert "search results named the DB5: True" in ideal
+    ideal_verdict = run.record("ideal-bond")
+    assert ideal_verdict["run"] == "ideal" and ideal_verdict["flags"] == [], ideal_verdict
+    rows = {r["run"]: r for r in run.record("side-by-side")["rows"]}
+    assert rows["bond, note"]["flags"] == ["relevant tool never called (web_search)"]
     for label in ("bond, 72B reference", "bond, ideal ReAct", "debug, 72B reference"):
-        assert row(table, label).endswith("flags=none"), row(table, label)
+        assert rows[label]["flags"] == [], rows[label]
     for label in ("weather, note", "bond, note", "debug, note"):
-        assert not row(table, label).endswith("flags=none"), row(table, label)
-    assert "ran the script in step [1, 2]" in row(table, "debug, 72B reference")
-    assert field(row(table, "bond, 72B reference"), "outputs") == "reconstructed"
-    assert field(row(table, "bond, 72B reference"), "figures") == "recorded"
-    assert field(row(table, "weather, note"), "figures") == "recorded/derived"
-    assert field(row(run.text("live-side-by-side"), "weather, live"), "outputs") == "measured"
+        assert rows[label]["flags"], rows[label]
+    assert rows["debug, 72B reference"]["script runs"] == [1, 2]
+    assert rows["bond, 72B reference"]["outputs"] == "reconstructed"
+    assert rows["bond, 72B reference"]["figures"] == "recorded"
+    assert rows["bond, ideal ReAct"]["outputs"] == "reconstructed"
+    assert rows["weather, note"]["figures"] == "recorded/derived"
 
 
 def test_reference_runs_show_recorded_and_measured(run):
@@ -328,18 +334,52 @@ def test_qwen_tokenizer_counts_step_one_like_the_note(run):
 
 def test_measured_prompt_grows_every_step(run):
     assert run.has_image("prompt-growth")
-    sizes = [int(n) for n in re.findall(r"step \d: prompt (\d+) tokens \[measured", run.text("prompt-parts"))]
+    sizes = [int(n) for n in re.findall(r"step \d: prompt (\d+) tokens \[measured", run.text("prompt-growth"))]
     assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
 
 
 
-def test_the_closing_note_names_cells_that_exist():
-    nb = nbformat.read(NOTEBOOKS / NOTEBOOK, as_version=4)
-    ids = {c.id for c in nb.cells}
-    note = next(c for c in nb.cells if c.id == "closing-note")
-    assert note.cell_type == "markdown"
-    named = set(re.findall(r"`([a-z0-9-]+)`", note.source))
-    assert len(named) >= 15 and named <= ids, named - ids
+NOTE_TABLE = [  # note 000, "What changed", translated row by row
+    "| Who decides the steps | the program | the model, one step | the model, repeatedly |",
+    "| Side effects | none | possible | likely |",
+    "| State | the prompt | the prompt + one result | accumulates, saved in checkpoints, trimmed |",
+    "| Cost | fixed | one extra generation | unbounded without budgets |",
+    "| Predictability | high | medium | low |",
+    "| What to evaluate | retrieval + answer | correctness of the call + answer | the trajectory, "
+    "success, cost |",
+]
+REFERENCES = ["S. Yao, J. Zhao, D. Yu, N. Du, I. Shafran, K. Narasimhan, Y. Cao. ReAct",
+              "T. Schick et al. Toolformer", "Y. Qin et al. Tool Learning with Foundation Models",
+              "X. Wang et al. Executable Code Actions Elicit Better LLM Agents",
+              "K. Greshake, S. Abdelnabi, S. Mishra, C. Endres, T. Holz, M. Fritz. Not what",
+              "Hugging Face. smolagents documentation"]
+
+
+def test_the_notes_table_and_references_are_shown_whole():
+    sources = cell_sources(NOTEBOOK)
+    rows = [line for line in sources["framing"].splitlines() if line.startswith("| ")]
+    assert rows[0] == "| | Pipeline (RAG) | Tool use | Agent |" and rows[1:] == NOTE_TABLE, rows
+    text = " ".join(sources["summary"].split())
+    found = [text.find(ref) for ref in REFERENCES]
+    assert -1 not in found and found == sorted(found), dict(zip(REFERENCES, found, strict=True))
+
+
+def test_the_ideal_bond_trajectory_has_one_label():
+    """Written by the course from the note's lines: reconstructed (from the note), everywhere."""
+    from course.agents.dummy_agent import NOTE_REPLIES
+    from course.agents.traces import RECORDINGS_DIR, load_run
+
+    label = "reconstructed (from the note)"
+    recording = load_run(RECORDINGS_DIR / "bond_ideal_react.json")
+    assert recording.source == "reconstructed" and recording.source_detail == "(from the note)"
+    assert recording.provenance.startswith(f"code {label};")
+    assert NOTE_REPLIES["ideal_bond"][1].startswith(label)
+    sources = cell_sources(NOTEBOOK)
+    about_ideal = [cid for cid, text in sources.items()
+                   if "ideal" in text.lower() and cid not in ("quiz", "ex5-answer")]
+    for cid in about_ideal:
+        words = " ".join(sources[cid].split())
+        assert not re.search(r"ideal[^.]*\b(recorded|scripted)\b", words, re.I), cid
 
 
 def test_no_output_is_a_wall_and_no_bug_text_remains(run):
@@ -357,16 +397,9 @@ def test_traces_are_explained_with_a_replay_before_the_first_live_widget(run):
 
 
 def test_steppers_render_as_widgets(run):
-    for cell in ("weather-stepper", "bond-stepper", "debug-stepper", "ideal-stepper",
-                 "reference-stepper", "live-stepper-now"):
+    for cell in ("weather-stepper", "reference-stepper", "live-stepper-now"):
         assert run.has_widget(cell), cell
     assert "step 1 of 3 [code: reconstructed; figures: recorded]" in run.text("weather-stepper")
-
-
-def test_bad_trace_files_give_clear_errors(run):
-    text = run.text("bad-trace")
-    assert "truncated.json: not valid JSON" in text
-    assert "field 'steps[1].input_tokens' must be" in text
 
 
 def test_a_live_trace_round_trips(run):
@@ -378,8 +411,8 @@ def test_a_live_trace_round_trips(run):
 def test_quiz_and_exercises_pass(run):
     assert "[passed] Quiz" in run.text("quiz-check")
     assert run.text("quiz-check").count(" right: ") == 5
-    for n in (1, 2, 3):
-        assert "[passed] Exercise" in run.text(f"ex{n}-check"), n
+    for n in (1, 2, 3, 4):
+        assert f"[passed] Exercise {n}" in run.text(f"ex{n}-check"), n
 
 
 def test_the_fine_tuned_runs_skip_with_a_reason(monkeypatch, tmp_path):

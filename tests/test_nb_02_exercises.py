@@ -31,7 +31,7 @@ def _as_kernel_source(label: str, source: str) -> None:
 
 def grade(names: dict, exercise: int, answer=None):
     """Exercise ``exercise``'s verdict on the reference solution or ``answer``."""
-    _as_kernel_source("ex2-solution", EXERCISES.cells["ex2-solution"])
+    _as_kernel_source("ex3-solution", EXERCISES.cells["ex3-solution"])
     if isinstance(answer, str):
         _as_kernel_source("<answer>", answer)
     # earlier checks define helpers (``searches``) and imports that later checks reuse
@@ -39,19 +39,60 @@ def grade(names: dict, exercise: int, answer=None):
     return EXERCISES.grade(exercise, names, answer, before=before)
 
 
-@pytest.mark.parametrize("exercise", [1, 2, 3])
+@pytest.mark.parametrize("exercise", [1, 2, 3, 4])
 def test_reference_answers_pass(names, exercise):
-    """The instructor's solutions pass (exercise 2 is graded by a CodeAgent that runs the tool)."""
+    """The instructor's solutions pass (exercise 3 is graded by a CodeAgent that runs the tool)."""
     verdict = grade(names, exercise)
     assert verdict.passed, verdict
 
 
+def _json_parser(cut=True, wrap_errors=True, check_arguments=True, as_dict=False):
+    """A JSON-action parser with one thing a student may get wrong switched off."""
+    import json
+
+    from course.agents.dummy_agent import STOP, Action, ActionParseError, FinalAnswer
+
+    def parse(text):
+        text = text.split(STOP, 1)[0] if cut else text
+        action = re.search(r"^\s*Action:\s*(.*)$", text, re.M)
+        final = re.search(r"^\s*Final Answer:\s*(.*)", text, re.M | re.S)
+        if final and (not action or final.start() < action.start()):
+            return FinalAnswer(final.group(1).strip())
+        if not action:
+            raise ActionParseError("no action")
+        try:
+            call = json.loads(action.group(1))
+        except json.JSONDecodeError as err:
+            if not wrap_errors:
+                raise
+            raise ActionParseError("not JSON") from err
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ActionParseError("no name")
+        if check_arguments and not isinstance(call.get("arguments"), dict):
+            raise ActionParseError("bad arguments")
+        if as_dict:
+            return call
+        return Action(call["name"], (), call.get("arguments") or {})
+
+    return parse
+
+
+def test_the_json_parser_is_not_the_lessons_parser():
+    """Exercise 1 varies the lesson's parser (JSON, not a Python call): copying it fails."""
+    from course.agents.dummy_agent import parse_reply
+
+    verdict = grade({}, 1, parse_reply)
+    assert verdict.rejected and "expected Action(name='get_weather'" in verdict.printed, verdict
+
+
 WRONG = {
-    1: [lambda run: [], lambda run: ["21"],
+    1: [lambda text: None, _json_parser(cut=False), _json_parser(wrap_errors=False),
+        _json_parser(check_arguments=False), _json_parser(as_dict=True)],
+    2: [lambda run: [], lambda run: ["21"],
         lambda run: re.findall(r"\d+(?:\.\d+)?", str(run.final_answer or "")),  # ignores observations
         lambda run: [n for n in re.findall(r"\d+(?:\.\d+)?", str(run.final_answer or ""))
                      if n not in " ".join(s.observation for s in run.steps)]],  # reads the answering step
-    3: [lambda run: True, lambda run: False,
+    4: [lambda run: True, lambda run: False,
         lambda run: "web_search" in run.tool_names_called(),  # counts the answering step
         lambda run: any(s.tool_calls for s in run.steps if not s.is_final_answer)],  # any tool
 }
@@ -93,13 +134,25 @@ WRONG_TOOLS = {  # what a student may write instead, and the hint that must come
 @pytest.mark.parametrize("case", WRONG_TOOLS)
 def test_wrong_tools_fail_with_a_hint_that_says_what_came_back(names, case):
     source, hint = WRONG_TOOLS[case]
-    verdict = grade(names, 2, source)
+    verdict = grade(names, 3, source)
     assert verdict.rejected and hint in verdict.printed, verdict
 
 
 def test_the_written_question_is_manually_graded_with_a_rubric():
     nb = nbformat.read(NOTEBOOKS / EXERCISES.notebook, as_version=4)
-    answer = next(c for c in nb.cells if c.get("id") == "ex4-answer")
+    answer = next(c for c in nb.cells if c.get("id") == "ex5-answer")
     meta = answer.metadata["nbgrader"]
     assert answer.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] >= 1
     assert "**Model answer.**" in answer.source and "**Rubric (" in answer.source
+
+
+def _stub(n: int) -> str:
+    """Exercise ``n``'s solution cell as the student edition releases it."""
+    return re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "raise NotImplementedError()",
+                  EXERCISES.cells[f"ex{n}-solution"], flags=re.S)
+
+
+@pytest.mark.parametrize("exercise", [1, 2, 3, 4])
+def test_the_untouched_stub_is_not_yet_done(names, exercise):
+    verdict = grade(names, exercise, _stub(exercise))
+    assert verdict.outcome == "not yet done", verdict

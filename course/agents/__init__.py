@@ -1,6 +1,6 @@
 """Chapter 02, three runs of a small code agent (notebook ``02_code_agent_runs``; note 000).
 
-- :mod:`.dummy_agent`: the framework-free ReAct loop the chapter writes in its cells (tested copy).
+- :mod:`.dummy_agent`: the framework-free ReAct loop the chapter writes in its cells (saved copy).
 - :mod:`.traces`: ``Run`` / ``TraceStep``, a trace as data, loaded from and saved to JSON.
 - :mod:`.offline_tools`: the offline web-search and image tools the runs call.
 - :mod:`.replay`: a recorded run replayed through the real smolagents ``CodeAgent``.
@@ -23,11 +23,12 @@ _EXPORTS = {
     "offline_tools": ("BM25WebSearchTool", "OfflineImageTool", "OfflineWebSearchTool", "SearchPage",
                       "make_tools"),
     "replay": ("ReplayModel", "local_tokenizer", "replay_run"),
-    "evaluation": ("RunComparison", "check_trajectory", "script_runs"),
+    "evaluation": ("RunComparison", "TrajectoryVerdict", "check_trajectory", "script_runs"),
     "live": ("NOTE_TASKS", "choice_label", "live_plan", "prefix_reusing", "run_live", "run_live_tuned",
              "stop_after_steps", "tuned_label", "tuned_plan", "tuned_skip_reason"),
-    "dummy_agent": ("NOTE_REPLIES", "Action", "ActionParseError", "DummyRun", "DummyStep",
-                    "FinalAnswer", "active_generate", "dummy_tools", "scripted_generate"),
+    "dummy_agent": ("NOTE_REPLIES", "STOP", "Action", "ActionParseError", "DummyRun", "DummyStep",
+                    "FinalAnswer", "active_generate", "dummy_tools", "run_dummy_agent",
+                    "scripted_generate"),
     "interfaces": ("SCRIPTED_OUTPUTS", "live_pair", "scripted_pair"),
 }
 

@@ -1,8 +1,8 @@
 """A ReAct agent with no framework: a raw prompt, a stop sequence, a parser, the call, the loop.
 
 Chapter 02 writes this agent in its cells before it uses smolagents (as the Hugging Face Agents
-Course's unit 1 "dummy agent" does); this module keeps the tested copy, and a test proves the
-cells and this module agree on the chapter's cases. The whole mechanism:
+Course's unit 1 "dummy agent" does); this module holds the same definitions for later cells and
+chapters (show, then save: the two are kept equal). The whole mechanism:
 
 1. :func:`system_prompt` lists the tools (name, signature, first docstring line) and the reply
    format: ``Thought: ...`` then ``Action: tool(arg="value")``, or ``Final Answer: ...``.
@@ -12,7 +12,8 @@ cells and this module agree on the chapter's cases. The whole mechanism:
    trajectory, parsed with :mod:`ast`, literal arguments only) or the final answer.
 4. :func:`call_tool` runs it; an unknown tool or a tool that raises becomes observation text.
 5. :func:`run_dummy_agent` appends the reply and ``Observation: <result>`` and loops, until a
-   final answer, a reply with no parseable action, or ``max_steps``.
+   final answer, a reply with no parseable action, or ``max_steps``. Its ``parse`` argument takes
+   another parser (the chapter's exercise writes one for JSON actions).
 
 ``generate(messages, stop) -> str`` is any chat function; :func:`active_generate` builds one for
 the active model (the course's smolagents model object, kernel or server).
@@ -61,7 +62,7 @@ class ActionParseError(ValueError):
     """A reply holds neither a parseable ``Action:`` nor a ``Final Answer:``; says which and why."""
 
 
-def system_prompt(tools: dict[str, Callable[..., Any]]) -> str:
+def system_prompt(tools: dict) -> str:
     """The raw prompt: the tools, one line each, and the reply format the parser reads."""
     lines = [f"- {name}{str(inspect.signature(fn, eval_str=True)).replace('typing.', '')}: "
              f"{(inspect.getdoc(fn) or '').splitlines()[0]}" for name, fn in tools.items()]
@@ -107,7 +108,7 @@ def parse_reply(text: str) -> Action | FinalAnswer:
     return Action(call.func.id, args, kwargs)
 
 
-def call_tool(action: Action, tools: dict[str, Callable[..., Any]]) -> str:
+def call_tool(action: Action, tools: dict) -> str:
     """Run ``action``; an unknown tool or an error comes back as text for the model to read."""
     if action.name not in tools:
         return f"there is no tool {action.name!r}; the tools are {', '.join(tools)}"
@@ -151,18 +152,19 @@ class DummyRun:
         return "\n".join(lines)
 
 
-def run_dummy_agent(question: str, tools: dict[str, Callable[..., Any]], generate: Generate,
-                    max_steps: int = 4) -> DummyRun:
-    """The ReAct loop: ask, cut at the stop, parse, call, append the observation, repeat."""
+def run_dummy_agent(question: str, tools: dict, generate, max_steps: int = 4,
+                    parse=parse_reply) -> DummyRun:
+    """The ReAct loop: ask, cut at the stop, parse, call, append the observation, repeat.
+    ``parse`` reads one reply (another action format: the chapter's exercise 1)."""
     messages = [{"role": "system", "content": system_prompt(tools)},
                 {"role": "user", "content": question}]
-    steps: list[DummyStep] = []
+    steps = []
     for number in range(1, max_steps + 1):
         reply = cut_at_stop(generate(messages, [STOP]), [STOP])
         step = DummyStep(number, reply)
         steps.append(step)
         try:
-            step.parsed = parse_reply(reply)
+            step.parsed = parse(reply)
         except ActionParseError as err:
             step.error = str(err)
             return DummyRun(question, steps, None, "no action to run", messages)
@@ -214,8 +216,8 @@ NOTE_REPLIES: dict[str, tuple[str, str, list[str]]] = {
          "Thought: I know the answer\nFinal Answer: Clear sky, around 13-16°C"]),
     "ideal_bond": (
         "Generate me a photo of the car that James Bond drove in the latest movie",
-        "recorded: note 000's ideal ReAct trajectory, line for line (written by the note's "
-        "author as the trajectory the task needs, not by a model)",
+        "reconstructed (from the note): the ideal ReAct trajectory note 000 writes out, as "
+        "replies for this loop (no model wrote them)",
         ["Thought: I need the car model first, then an image.\n"
          'Action: web_search(query="car James Bond latest movie")',
          "Thought: Now generate the image.\nAction: text_to_image(prompt=\"Aston Martin DB5\")",

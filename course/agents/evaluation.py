@@ -12,9 +12,11 @@ the trajectory passes):
   ``additional_args``), but no step executed that code (or an edited version of it) before
   the final answer.
 
-:func:`check_trajectory` runs all three; :class:`RunComparison` puts several runs side by side
+:func:`check_trajectory` runs all three and :class:`TrajectoryVerdict` shows one run's flags;
+:class:`RunComparison` puts several runs side by side
 (steps, figures with their labels, tools called, script runs, flags, each flag naming its
-subject, e.g. ``relevant tool never called (web_search)``) as a record that renders itself. The checks read what the steps' code does from its
+subject, e.g. ``relevant tool never called (web_search)``). Both are records
+(:class:`course.records.Record`): text for the student, their values for a test. The checks read what the steps' code does from its
 syntax tree (a call inside a string is not a call) and read facts from observations with small
 regular expressions. What they do not do: judge whether an answer is true, understand topics
 beyond the cue words and fact patterns listed here, or replace reading the trace.
@@ -30,11 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from course.agents.traces import Run
+from course.records import Record
 
 __all__ = [
     "Flag",
     "RunComparison",
     "SourceFacts",
+    "TrajectoryVerdict",
     "check_trajectory",
     "executes_script",
     "facts_in",
@@ -243,10 +247,36 @@ def check_trajectory(run: Run) -> list[Flag]:
 
 
 @dataclass
-class RunComparison:
+class TrajectoryVerdict(Record):
+    """One run's final answer and the flags of the trajectory checks (none: it passes)."""
+
+    run: str
+    answer: str | None
+    flags: list[Flag]
+
+    @classmethod
+    def of(cls, label: str, run: Run) -> TrajectoryVerdict:
+        """The checks' verdict on ``run``, shown under ``label``."""
+        return cls(label, run.final_answer, check_trajectory(run))
+
+    def __str__(self) -> str:
+        lines = [f"{self.run}: answer {str(self.answer)[:45]!r} -> {len(self.flags)} flag(s)"]
+        lines += [f"    {flag}" for flag in self.flags]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+@dataclass
+class RunComparison(Record):
     """Runs side by side: one row per run with its provenance, figures, tools and flags."""
 
     runs: dict[str, Run] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The rows, as a test reads them."""
+        return {"rows": self.rows}
 
     @property
     def rows(self) -> list[dict[str, Any]]:

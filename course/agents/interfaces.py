@@ -35,6 +35,7 @@ from smolagents.utils import AgentError
 from course.agents.live import LivePlan, _reusing_prefix, choice_label, live_plan, stop_after_steps
 from course.agents.replay import ReplayModel, _tokenizer_name, local_tokenizer
 from course.agents.traces import Run, run_from_smolagents
+from course.records import Record
 from course.tools.adapters import smolagents_door
 from course.tools.examples import get_weather
 
@@ -89,11 +90,19 @@ class InterfaceRun:
 
 
 @dataclass
-class InterfaceComparison:
+class InterfaceComparison(Record):
     """The two agents on one task, with the provenance of their model outputs and figures."""
 
     label: str
     runs: dict[str, InterfaceRun]
+
+    def record(self) -> dict[str, Any]:
+        """Per agent: steps, tool runs, tokens, why it stopped, the answer."""
+        return {"label": self.label, "runs": {name: {
+            "steps": len(r.trace.steps), "get_weather_runs": len(r.executions),
+            "input_tokens": r.trace.total_input_tokens, "output_tokens": r.trace.total_output_tokens,
+            "stopped": r.stopped, "answer": None if r.answer is None else str(r.answer),
+            "errors": [s.error for s in r.trace.steps if s.error]} for name, r in self.runs.items()}}
 
     def __str__(self) -> str:
         return "\n".join([self.label, *(r.row() for r in self.runs.values())])

@@ -22,7 +22,7 @@ after it. The outputs are the model's own greedy continuations either way; each 
 many prompt tokens came from the cache.
 
 :func:`run_live_tuned` runs the same tasks with the bundled base + the course's tools LoRA
-adapter (``course/data/adapters/smollm2-tools``, issue 28), whatever the setting, when its
+adapter (``course/data/adapters/smollm2-tools``, chapter 07), whatever the setting, when its
 manifest checks (:func:`tuned_unavailable` says why not; :func:`tuned_skip_reason` also skips
 them in chapters run with another model): up to 2 steps (the fewest in which a run can search,
 then draw and answer), each ending at its first complete code block or after the held-out
@@ -50,6 +50,7 @@ from smolagents.utils import AgentError
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
+from course.records import Record
 from course.settings import MODEL_SETTING, active_model
 from course.tools.adapters import smolagents_door
 from course.tools.constrained import PrefixCache, StopWhenReply
@@ -100,7 +101,7 @@ def live_plan() -> LivePlan:
 
 
 @dataclass
-class LiveRun:
+class LiveRun(Record):
     """One live run: its trace (all measured), the answer if any, why it stopped, the time."""
 
     name: str
@@ -173,6 +174,19 @@ class LiveRun:
         flags = self.flags
         lines.append("flags: " + ("; ".join(str(f) for f in flags) if flags else "none"))
         return "\n".join(lines)
+
+    def record(self) -> dict[str, Any]:
+        """The run's figures, per step and in all, the checks' flags and the answer."""
+        t = self.trace
+        parsed = self.parsed_steps[0]
+        return {"name": self.name, "model": t.model_id, "plan": self.plan.reason,
+                "steps": len(t.steps), "parsed_steps": parsed, "stopped": self.stopped,
+                "seconds": self.seconds, "input_tokens": t.total_input_tokens,
+                "output_tokens": t.total_output_tokens, "cached_prompt_tokens": self.cached_tokens,
+                "tools_called": self.tools_called, "answer": self.answer_text(),
+                "flags": [f.label for f in self.flags],
+                "step_records": [{"output_tokens": s.output_tokens, "seconds": s.duration_s,
+                                  "code": s.code, "error": s.error} for s in t.steps]}
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
