@@ -8,7 +8,8 @@ explains it from :func:`keep_newest` plus rules 2 and 4 (:func:`_walk`): a reaso
 (:class:`TrimDecision`) and the step-by-step walk back (:class:`WalkStep`, the lines of
 :meth:`TrimReport.walk_lines`). If the explanation and ``trim_messages`` ever disagree it raises
 instead of showing a wrong explanation. :class:`KeptSets` puts kept sets side by side (one rule
-switched off, then on). The rules:
+switched off, then on). :func:`without_trim_messages` lets the exercise's check run a student's
+trimmer with ``trim_messages`` out of reach. The rules:
 
 1. keep the newest messages (walk back from the newest one);
 2. always keep the system instruction and count it in the budget (``include_system=True``);
