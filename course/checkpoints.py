@@ -39,9 +39,11 @@ database is a good database: it is never reported as "not a SQLite database".
 :func:`sqlite_checkpointer` refuses it (LangGraph's ``MemorySaver`` is the in-memory choice). A
 thread id must be text that can be stored (UTF-8): one holding a lone surrogate is refused.
 
-Not handled: a new input sent on an explicit older checkpoint (it looks exactly like a
-conflict: fork with ``update_state`` first), locks on Windows (:func:`thread_lock` uses POSIX
-``fcntl``), network file systems whose locks do not work, and async savers.
+Not handled: damage done to the file while a saver has it open (SQLite may go on from its
+cache; the check finds it when the file is opened again), a new input sent on an explicit
+older checkpoint (it looks exactly like a conflict: fork with ``update_state`` first), locks
+on Windows (:func:`thread_lock` uses POSIX ``fcntl``), network file systems whose locks do not
+work, and async savers.
 """
 
 from __future__ import annotations
@@ -126,11 +128,12 @@ def _is_damage_error(err: BaseException) -> bool:
     return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(err)
 
 
-def _damaged_error(path: Path | str | None, detail: str) -> DatabaseDamagedError:
+def _damaged_error(path: Path | str | None, detail: str, found: str = "SQLite's integrity check",
+                   outcome: str = "nothing was written to it") -> DatabaseDamagedError:
     where = path or "the checkpoint database"
     first = next((line for line in detail.splitlines() if not line.startswith("***")), "?")[:200]
     return DatabaseDamagedError(
-        f"{where} is damaged (SQLite's integrity check: {first}); nothing was written to it. "
+        f"{where} is damaged ({found}: {first}); {outcome}. "
         "Fix: restore a copy of the file (with its -wal file, if it has one), or give the "
         "checkpointer a new file name to start a new store; keep the damaged file, "
         f"`sqlite3 {where} .recover` may rescue its turns.")
@@ -251,8 +254,9 @@ class GuardedSqliteSaver(SqliteSaver):
             if _is_lock_error(err):
                 self._fail_fast_until = time.monotonic() + LOCK_WAIT_S
                 raise _locked_error(self.path, err) from err
-            if _is_damage_error(err):
-                raise _damaged_error(self.path, str(err)) from err
+            if _is_damage_error(err):  # damage in a page the opening check could not see
+                raise _damaged_error(self.path, str(err), "SQLite",
+                                     "this turn was NOT saved") from err
             raise
         finally:
             if fast:

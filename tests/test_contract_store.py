@@ -335,3 +335,16 @@ def test_opening_and_closing_never_wait_for_another_writer(tmp_path, hold_lock):
     saver.close()
     assert time.monotonic() - start < LOCK_WAIT_S, "waited for the other writer"
     assert holder.poll() is None
+
+
+@pytest.mark.contract("unclear error")
+def test_damage_met_during_a_turn_is_named_as_damage(tmp_path):
+    """SQLite's 'malformed' met while a turn is written becomes the same named error, saying the
+    turn was not saved (a lock error stays a lock error)."""
+    db = tmp_path / "memory.sqlite"
+    saver = sqlite_checkpointer(db)
+    with pytest.raises(DatabaseDamagedError) as err, saver._lock_bound():
+        raise sqlite3.DatabaseError("database disk image is malformed")
+    assert str(db) in str(err.value) and "this turn was NOT saved" in str(err.value)
+    assert "Fix:" in str(err.value)
+    saver.close()
