@@ -12,6 +12,7 @@ import pytest
 
 from course.agents.offline_tools import make_tools
 from course.checks import check
+from course.grading.student import student_edition
 from course.loop.agent_loop import (
     IdealBondTrajectory,
     ScriptedModel,
@@ -188,3 +189,11 @@ def test_the_written_question_is_manually_graded_with_a_rubric():
     meta = answer.metadata["nbgrader"]
     assert answer.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] >= 1
     assert "**Model answer.**" in answer.source and "**Rubric (" in answer.source
+
+
+def test_the_untouched_stubs_are_not_yet_done(names):
+    student = {c.id: c.source for c in student_edition(
+        nbformat.read(NOTEBOOKS / EXERCISES.notebook, 4)).cells}
+    for n in [1, 2, 3, 4, 6]:
+        verdict = EXERCISES.grade(n, names, student[f"ex{n}-solution"], label="the stub")
+        assert verdict.outcome == "not yet done", verdict
