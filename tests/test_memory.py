@@ -355,6 +355,7 @@ def test_prompt_size_counts_with_the_model_and_the_qwen_tokenizer():
     tokenizer, label = notes_tokenizer()
     want = len(tokenizer.encode(qwen2_chat_text(messages), add_special_tokens=False))
     assert size.tokens("Qwen2-Instruct chat template") == want
+    assert size.record()["counts"][1] == {"counter": size.counts[1][0], "tokens": want}
     assert label in str(size) and str(size).startswith("prompt size (measured): ")
     assert size.counts[0][1] > 0 and "its chat template" in size.counts[0][0]
 

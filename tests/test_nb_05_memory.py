@@ -12,27 +12,31 @@ def test_history_is_in_the_second_prompt_and_absent_in_the_first(run):
     # in this kernel the cells show the token sequence itself (a server's run says transcript)
     for cell in ("alone", "with-history"):
         assert run.text(cell).startswith("what the model receives: the token sequence as text")
-    alone = run.text("alone").split("--- prompt size")[0]
+    alone = run.text("alone").split("prompt size (measured)")[0]
     assert "What's my name?" in alone and "I'm Bob" not in alone
     history = run.text("with-history")
-    prompt = history.split("--- prompt size")[0]
+    prompt = history.split("prompt size (measured)")[0]
     assert prompt.index("Hi! I'm Bob") < prompt.index("What's my name?")
     found = re.search(r"in the first prompt: (\w+) \| in the second: (\w+)", history)
     assert found.groups() == ("False", "True")
 
 
 def test_prompt_sizes_are_counted_with_both_tokenizers_and_grow_with_history(run):
-    pattern = r"(\d+) tokens, ([^;]+?), its chat template; (\d+) tokens, (.+?), Qwen2-Instruct"
-    alone = re.search(pattern, run.text("alone"))
-    history = re.search(pattern, run.text("with-history"))
-    assert alone and history
     from course.models import notes_tokenizer
 
-    assert alone.group(4) == notes_tokenizer()[1]  # "Qwen3 tokenizer" where the asset is prepared
-    assert int(history.group(1)) > int(alone.group(1)) + 10
-    assert int(history.group(3)) > int(alone.group(3)) + 10
+    def sizes(cell):
+        counts = run.record(cell)["counts"]
+        assert [c["counter"].endswith(end) for c, end in zip(counts, (
+            ", its chat template", ", Qwen2-Instruct chat template"), strict=True)] == [True, True]
+        return counts
+
+    alone, history = sizes("alone"), sizes("with-history")
+    # "Qwen3 tokenizer" where the asset is prepared
+    assert alone[1]["counter"].startswith(notes_tokenizer()[1])
+    for mine, more in zip(alone, history, strict=True):
+        assert more["tokens"] > mine["tokens"] + 10
     # Qwen2's template adds a 5-token default system message; SmolLM2's adds a longer one.
-    assert int(alone.group(1)) != int(alone.group(3))
+    assert alone[0]["tokens"] != alone[1]["tokens"]
 
 
 MEASURED = "measured, SmolLM2-135M-Instruct (bundled)"

@@ -179,10 +179,16 @@ def qwen2_chat_text(messages: Sequence[BaseMessage]) -> str:
 
 
 @dataclass
-class PromptSize:
+class PromptSize(Record):
     """How many tokens one prompt is, counted with each tokenizer named in ``counts``."""
 
     counts: list[tuple[str, int]]
+
+    def record(self) -> dict:
+        return {"counts": [{"counter": label, "tokens": n} for label, n in self.counts]}
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
     def tokens(self, label_part: str) -> int:
         """The count whose label contains ``label_part`` (e.g. ``"Qwen"``)."""
