@@ -3,6 +3,12 @@
 - :mod:`.data`: seeded training trajectories in smolagents' CodeAgent format, rendered through a
   real ``CodeAgent`` and checked by the course's trajectory checks; split by task family so the
   note's three tasks (and their kin) are never trained on.
+- :mod:`.tasks`: training trajectories at scale: a seeded generator over twelve task families
+  (lookups with one, two and conflicting sources, a missed search, a lookup then a drawing,
+  run-read-fix, compute, refusals, tool errors, no tool needed), none of them held out.
+- :mod:`.heldout`: the 33 held-out tasks (the note's three and ten kin of each) and the answer
+  checks (one source's figure, the car the pages name, code that runs and prints the list).
+- :mod:`.prompt`: the course's compact CodeAgent system prompt beside smolagents' default.
 - :mod:`.train`: LoRA fine-tuning with PEFT on the CPU (fp32), a progress bar and a loss log;
   writes the adapter and its manifest under ``course/data/adapters/<name>/``.
 - :mod:`.evaluate`: base vs fine-tuned on the held-out tasks (parse rate, right tool, task

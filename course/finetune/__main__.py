@@ -3,8 +3,15 @@
 Options: ``--steps N`` (a bounded run), ``--name NAME`` (the adapter's folder under
 ``course/data/adapters/``), ``--seed S``, ``--threads T``, ``--no-eval`` (train only),
 ``--eval-only`` (evaluate the committed adapter), ``--eval-steps K`` (agent steps per held-out
-task). The adapter, ``manifest.json``, ``train_log.jsonl`` and ``trajectories.jsonl`` are
-written to the adapter's folder; the evaluation is printed and saved as ``evaluation.json``.
+task), ``--trajectories N`` (N trajectories of :mod:`course.finetune.tasks`' many families
+instead of the 96 of :func:`course.finetune.data.training_tasks`), ``--prompt compact`` (render,
+train and evaluate with the course's compact system prompt, :mod:`course.finetune.prompt`),
+``--held-out note|all`` (the 6 tasks of :func:`~course.finetune.data.held_out_tasks`, or the 33
+of :func:`course.finetune.heldout.held_out_set`), ``--kin K`` (kin per family of ``all``).
+The same options and seed give the same trajectories, the same order of steps and the same
+adapter; rendering, training and evaluation each show a progress bar with its ETA. The adapter,
+``manifest.json``, ``train_log.jsonl`` and ``trajectories.jsonl`` are written to the adapter's
+folder; the evaluation is printed and saved as ``evaluation.json``.
 
 A bad option is refused in a line or two with exit status 2 before any model is loaded:
 numbers below 1, a name that is not one folder name (``''``, ``../x``), ``--eval-only`` with
@@ -37,19 +44,33 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--no-eval", action="store_true", help="train only")
     only.add_argument("--eval-only", action="store_true", help="evaluate an existing adapter")
     parser.add_argument("--eval-steps", type=whole_number(1, example=3), default=3)
+    parser.add_argument("--trajectories", type=whole_number(1, 100_000, example=2000), default=None,
+                        help="trajectories of the many task families (default: the 96 of data.py)")
+    parser.add_argument("--prompt", choices=("default", "compact"), default=None,
+                        help="the agent's system prompt for data, training and evaluation "
+                             "(default: 'default'; with --eval-only, the adapter's own)")
+    parser.add_argument("--held-out", choices=("note", "all"), default="all",
+                        help="note: the note's three and one kin each; all: 3 + 3 x kin tasks")
+    parser.add_argument("--kin", type=whole_number(0, 11, example=10), default=10,
+                        help="kin per held-out family with --held-out all (default 10)")
     args = parser.parse_args(argv)
 
     from course.finetune.adapter import DEFAULT_ADAPTER, AdapterError, adapter_dir, check_adapter
 
     name = args.name or DEFAULT_ADAPTER
     out = adapter_dir(name)
+    prompt = args.prompt or "default"
     if args.eval_only:  # before any model is loaded: the adapter must exist and match
         try:
-            check_adapter(out)
+            trained_with = check_adapter(out).get("settings", {}).get("prompt", "default")
         except AdapterError as err:
             there = sorted(q.parent.name for q in out.parent.glob("*/manifest.json"))
             parser.error(f"--eval-only --name {name}: {err} (adapters here: "
                          f"{', '.join(there) or 'none'})")
+        if args.prompt and args.prompt != trained_with:
+            parser.error(f"--prompt {args.prompt}: the adapter {name} was trained with the "
+                         f"{trained_with} prompt; evaluate it with that one (leave --prompt out).")
+        prompt = trained_with
 
     import torch
 
@@ -57,19 +78,26 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    from course.finetune.prompt import prompt_templates
+
+    templates = prompt_templates() if prompt == "compact" else None
     if not args.eval_only:
         from course.finetune.data import data_hash, render_all, training_tasks, trajectories_jsonl
+        from course.finetune.tasks import generate
         from course.finetune.train import loss_curve, tokenize, train
         from course.models import agent_tokenizer
 
-        settings = TrainSettings(name=name, seed=args.seed, threads=args.threads)
+        settings = TrainSettings(name=name, seed=args.seed, threads=args.threads, prompt=prompt)
         if args.steps is not None:
             settings.steps = args.steps
+        elif args.trajectories:
+            settings.steps = args.trajectories  # one pass
         settings.check()
         tokenizer = agent_tokenizer()[0]
         start = time.perf_counter()
-        trajectories = training_tasks(args.seed)
-        rendered = render_all(trajectories, tokenizer)
+        trajectories = (generate(args.trajectories, args.seed) if args.trajectories
+                        else training_tasks(args.seed))
+        rendered = render_all(trajectories, tokenizer, templates, progress=True)
         samples = tokenize(rendered, tokenizer)
         print(f"[scripted] {len(trajectories)} training trajectories rendered through a real "
               f"CodeAgent in {time.perf_counter() - start:.0f} s (families: "
@@ -84,13 +112,18 @@ def main(argv: list[str] | None = None) -> int:
         del result
     if args.no_eval:
         return 0
+    from course.finetune.data import held_out_tasks
     from course.finetune.evaluate import compare
+    from course.finetune.heldout import held_out_set
 
-    comparison = compare(out, max_steps=args.eval_steps)
+    tasks = held_out_set(kin=args.kin) if args.held_out == "all" else held_out_tasks()
+    comparison = compare(out, tasks=tasks, max_steps=args.eval_steps, prompt_templates=templates)
     print(comparison, flush=True)
     record = comparison.as_dict()
     record["adapter_sha256"] = check_adapter(out)["files"]["adapter_model.safetensors"]
     record["torch_threads"] = torch.get_num_threads()
+    record["prompt"] = prompt
+    record["held_out"] = args.held_out if args.held_out == "note" else f"all, {args.kin} kin"
     (out / "evaluation.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0
 

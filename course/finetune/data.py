@@ -387,8 +387,11 @@ class Rendered:
     observations: list[str]
 
 
-def render(traj: Trajectory, tokenizer: Any) -> Rendered:
-    """Run ``traj``'s scripted outputs through a real ``CodeAgent``; check the trajectory passes."""
+def render(traj: Trajectory, tokenizer: Any, prompt_templates: dict[str, Any] | None = None) -> Rendered:
+    """Run ``traj``'s scripted outputs through a real ``CodeAgent``; check the trajectory passes.
+
+    ``prompt_templates``: the agent's prompts (default smolagents' own; the course's compact
+    system prompt is :func:`course.finetune.prompt.prompt_templates`)."""
     from smolagents import CodeAgent
 
     from course.agents.evaluation import check_trajectory
@@ -400,7 +403,8 @@ def render(traj: Trajectory, tokenizer: Any) -> Rendered:
         raise ValueError(f"trajectory {traj.task!r} has no outputs: it is an evaluation task.")
     model = ReplayModel(traj.outputs, model_id="scripted trajectory", tokenizer=tokenizer)
     agent = CodeAgent(tools=smolagents_door(traj.make_tools()), model=model,
-                      max_steps=len(traj.outputs), verbosity_level=-1)
+                      max_steps=len(traj.outputs), verbosity_level=-1,
+                      prompt_templates=prompt_templates)
     agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
     run = run_from_smolagents(agent, task=traj.task, figures="scripted", source="scripted")
     run.additional_args = dict(traj.additional_args)
@@ -435,9 +439,13 @@ def render(traj: Trajectory, tokenizer: Any) -> Rendered:
     return Rendered(traj.family, traj.task, text, prefix, spans, len(traj.outputs), observations)
 
 
-def render_all(trajectories: list[Trajectory], tokenizer: Any) -> list[Rendered]:
-    """:func:`render` for each trajectory, in order."""
-    return [render(t, tokenizer) for t in trajectories]
+def render_all(trajectories: list[Trajectory], tokenizer: Any,
+               prompt_templates: dict[str, Any] | None = None, progress: bool = False) -> list[Rendered]:
+    """:func:`render` for each trajectory, in order (``progress``: a progress bar)."""
+    from tqdm.auto import tqdm
+
+    return [render(t, tokenizer, prompt_templates)
+            for t in tqdm(trajectories, desc="rendering trajectories", disable=not progress)]
 
 
 def data_hash(rendered: list[Rendered]) -> str:

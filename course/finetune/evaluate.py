@@ -74,6 +74,8 @@ class TaskResult(Record):
     first_output: str = ""
     answer: str = ""
     tools_called: list[str] = field(default_factory=list)
+    answer_problem: str = ""
+    """What the answer check found wrong (:func:`course.finetune.heldout.answer_problem`)."""
 
     def __str__(self) -> str:
         first_tool = self.tools_called[0] if self.tools_called else "none"
@@ -119,19 +121,24 @@ def fixed_code_returned(answer: str, script: str) -> bool:
     return answer.strip() != script.strip() and bool(stored(tree) & stored(given))
 
 
-def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResult:
-    """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``."""
+def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
+             prompt_templates: dict[str, Any] | None = None) -> TaskResult:
+    """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``
+    (``prompt_templates``: the agent's prompts, default smolagents' own). Success needs the
+    answer check of :func:`course.finetune.heldout.answer_problem` too."""
     from smolagents import CodeAgent
     from smolagents.utils import AgentError
 
     from course.agents.evaluation import check_trajectory, script_runs
     from course.agents.live import stop_after_steps
     from course.agents.traces import run_from_smolagents
+    from course.finetune.heldout import answer_problem
     from course.tools.adapters import smolagents_door
 
     tools = traj.make_tools()
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,
-                      step_callbacks=[stop_after_steps(max_steps)], verbosity_level=-1)
+                      step_callbacks=[stop_after_steps(max_steps)], verbosity_level=-1,
+                      prompt_templates=prompt_templates)
     start = time.perf_counter()
     answer: Any = None
     try:
@@ -159,18 +166,21 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3) -> TaskResul
     if traj.answer:
         answered = any(traj.answer.lower() in p.lower() for p in drawn) or (
             traj.answer.lower() in str(answer).lower())
+    problem = answer_problem(traj, answer, drawn) if final else "no final answer"
     return TaskResult(
         model=label, family=traj.family, task=traj.task, steps=len(steps),
         parsed_steps=len(parsed), right_tool=right, final_answer=final, flags=flags,
-        success=final and not flags and answered, input_tokens=trace.total_input_tokens or 0,
+        success=final and not flags and answered and not problem, input_tokens=trace.total_input_tokens or 0,
         output_tokens=trace.total_output_tokens or 0, seconds=round(seconds, 1),
         first_output=(first.model_output or "")[:300] if first else "",
         answer=str(answer)[:200] if answer is not None else "",
-        tools_called=[c.name for s in trace.steps for c in s.tool_calls])
+        tools_called=[c.name for s in trace.steps for c in s.tool_calls],
+        answer_problem=problem or "")
 
 
 def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: int = 3,
-             max_new_tokens: int = MAX_NEW_TOKENS, progress: bool = True) -> list[TaskResult]:
+             max_new_tokens: int = MAX_NEW_TOKENS, progress: bool = True,
+             prompt_templates: dict[str, Any] | None = None) -> list[TaskResult]:
     """Run every held-out task with the model in ``local`` (a :class:`~course.models.LocalModel`)."""
     from tqdm.auto import tqdm
 
@@ -178,7 +188,7 @@ def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: 
 
     tasks = held_out_tasks() if tasks is None else tasks
     model = kernel_agent_model(local, max_new_tokens)
-    return [run_task(t, model, label, max_steps)
+    return [run_task(t, model, label, max_steps, prompt_templates)
             for t in tqdm(tasks, desc=f"held-out tasks, {label}", disable=not progress)]
 
 
@@ -274,7 +284,8 @@ class HeldOut(Record):
 
 
 def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
-            max_steps: int = 3, progress: bool = True) -> Comparison:
+            max_steps: int = 3, progress: bool = True,
+            prompt_templates: dict[str, Any] | None = None) -> Comparison:
     """The bundled model and the bundled model + adapter on the same held-out tasks."""
     from course.finetune.adapter import fresh_base, load_with_adapter
     from course.finetune.data import held_out_tasks
@@ -283,7 +294,9 @@ def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
     base_label = "SmolLM2-135M-Instruct (bundled)"
     tuned_label = "SmolLM2-135M-Instruct + LoRA (bundled+tools)"
     base = fresh_base()
-    results = {base_label: evaluate(base, base_label, tasks, max_steps, progress=progress)}
+    results = {base_label: evaluate(base, base_label, tasks, max_steps, progress=progress,
+                                    prompt_templates=prompt_templates)}
     tuned = load_with_adapter(adapter_folder, base=fresh_base())
-    results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress)
+    results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress,
+                                    prompt_templates=prompt_templates)
     return Comparison(results, max_steps)

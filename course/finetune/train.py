@@ -63,6 +63,9 @@ class TrainSettings:
     refresh_every: int = 48
     threads: int | None = None
     """torch threads (``None``: leave torch's default)."""
+    prompt: str = "default"
+    """The agent's system prompt the data was rendered with: ``default`` (smolagents') or
+    ``compact`` (:mod:`course.finetune.prompt`); the adapter must run with the same one."""
 
     def check(self) -> None:
         """Raise ValueError naming the setting and the fix for a value that cannot work."""
@@ -72,6 +75,8 @@ class TrainSettings:
             raise ValueError(f"learning_rate={self.learning_rate!r}: use a value like 6e-4.")
         if self.rank < 1 or self.refresh_every < 1:
             raise ValueError("rank and refresh_every must be at least 1.")
+        if self.prompt not in ("default", "compact"):
+            raise ValueError(f"prompt={self.prompt!r}: use 'default' or 'compact'.")
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ValueError(f"name={self.name!r}: use a plain folder name like 'smollm2-tools'.")
 

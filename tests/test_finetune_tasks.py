@@ -1,0 +1,180 @@
+"""course.finetune.tasks, .heldout and .prompt: the generator at scale, the held-out set and its
+answer checks, the compact prompt, and run_task judging answers (by value)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from course.finetune.data import HELD_OUT_FAMILIES, Trajectory, render, trajectories_jsonl
+from course.finetune.heldout import answer_problem, held_out_set, list_values, source_figures
+from course.finetune.tasks import FAMILIES, generate
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from course.models import agent_tokenizer
+
+    return agent_tokenizer()[0]
+
+
+# ----- the generator -----
+def test_the_generator_is_seeded():
+    assert trajectories_jsonl(generate(300, seed=0)) == trajectories_jsonl(generate(300, seed=0))
+    assert trajectories_jsonl(generate(300, seed=0)) != trajectories_jsonl(generate(300, seed=1))
+    assert len(generate(5, seed=3)) == 5
+    with pytest.raises(ValueError, match="unknown families"):
+        generate(10, weights={"weather": 1})
+    with pytest.raises(ValueError, match="n=0"):
+        generate(0)
+
+
+def test_the_generator_never_makes_a_held_out_family():
+    many = generate(3000, seed=0)
+    assert {t.family for t in many} == set(FAMILIES)
+    assert not set(FAMILIES) & set(HELD_OUT_FAMILIES)
+    held = {t.task for t in held_out_set()}
+    for t in many:
+        assert t.task not in held
+        words = " ".join([t.task, *t.outputs, *(p["description"] for p in t.pages),
+                          *t.additional_args.values()]).lower()
+        for word in ("weather", "film", "movie", "car", "cars", "vehicle", "bond", "°"):
+            assert not re.search(rf"\b{word}\b" if word != "°" else word, words), (word, t.task)
+        assert "(i)" not in words and "range(" not in " ".join(t.additional_args.values())
+
+
+def test_no_script_to_fix_fails_with_an_index_error():
+    from course.finetune.heldout import _printed
+
+    scripts = {t.additional_args["code"] for t in generate(400, seed=2) if t.family == "run_and_fix"}
+    assert len(scripts) > 50
+    for script in scripts:
+        _, error = _printed(script)
+        # a key missing from a dict reads "Could not index {...}"; a list read past its end
+        # (the held-out bug) reads "Could not index [...]" or "out of range"
+        assert error and "index [" not in error and "out of range" not in error, (script, error)
+
+
+def test_every_family_renders_with_both_prompts(tokenizer):
+    from course.finetune.prompt import prompt_templates
+
+    rng_seed = 0
+    for name, make in FAMILIES.items():
+        traj = make(random.Random(rng_seed))
+        compact = render(traj, tokenizer, prompt_templates())
+        assert compact.text.endswith("</code><|im_end|>") and len(compact.spans) == len(traj.outputs)
+        if name in ("lookup_miss", "tool_error"):  # the first call fails, as the thought says
+            assert "NOT run" in compact.observations[0] or "No results" in compact.observations[0]
+        if name in ("lookup_conflict", "lookup_two_agree", "two_hop_draw"):
+            assert traj.answer in " ".join(compact.observations)
+    default = render(FAMILIES["compute"](random.Random(0)), tokenizer)
+    assert len(default.prefix) > 4 * len(compact.prefix)
+
+
+# ----- the compact prompt -----
+def test_the_compact_prompt_is_a_fifth_of_the_default(tokenizer):
+    from course.agents.offline_tools import OfflineImageTool, OfflineWebSearchTool
+    from course.finetune.prompt import system_prompt_text, system_prompt_tokens
+
+    tools = [OfflineWebSearchTool(corpus=[]), OfflineImageTool()]
+    compact, default = (system_prompt_tokens(tools, tokenizer, c) for c in (True, False))
+    assert compact < 500 < 2000 < default
+    text = system_prompt_text(tools)
+    assert "def web_search(query: string)" in text and "def image_generator(" in text
+
+
+# ----- the held-out set and its answer checks -----
+def test_the_held_out_set_is_the_notes_three_and_ten_kin_each():
+    held = held_out_set()
+    assert len(held) == 33 and trajectories_jsonl(held) == trajectories_jsonl(held_out_set())
+    assert [t.family for t in held[:3]] == ["weather", "film_vehicle_photo", "debug_list_index"]
+    assert held[0].task == "What is the current weather in Paris?"
+    for family in HELD_OUT_FAMILIES:
+        assert sum(t.family == family for t in held) == 11
+    assert len({t.task + str(t.pages) + str(t.additional_args) for t in held}) == 33
+    for t in held:
+        if t.family == "weather":
+            assert len(source_figures(t)) == 2  # two sources that disagree
+        if t.family == "film_vehicle_photo":
+            assert t.answer in " ".join(p["description"] for p in t.pages) or t.answer == "Aston Martin DB5"
+
+
+def test_weather_answer_names_one_sources_figure_not_a_glued_range():
+    paris = held_out_set()[0]
+    assert source_figures(paris) == {"https://meteocity.example/france/paris/now": {13.0},
+                                     "https://skyreport.example/eu/france/paris": {15.0, 16.0}}
+    assert answer_problem(paris, "13 °C and partly cloudy, according to MeteoCity", []) is None
+    assert answer_problem(paris, "Clear sky, +16° (SkyReport)", []) is None
+    assert answer_problem(paris, "Clear sky, around 13-16°C", []) == "glues the figures of 2 sources"
+    assert answer_problem(paris, "It is nice out", []) == "names no source's temperature"
+
+
+def test_the_car_drawn_must_be_the_car_the_pages_name():
+    held = held_out_set()
+    bond = held[1]
+    assert answer_problem(bond, None, ["Aston Martin DB5, high-res, photorealistic"]) is None
+    assert answer_problem(bond, None, ["James Bond's car from the latest Bond movie"]) == (
+        "the image tool was not asked for the Aston Martin DB5")
+    assert answer_problem(bond, "Aston Martin DB5", []) == "no image was generated"
+    kin = next(t for t in held[3:] if t.family == "film_vehicle_photo")
+    earlier = next(p["description"] for p in kin.pages if "earlier movie" in p["description"])
+    old_car = earlier.rsplit(" drove a ", 1)[1].rstrip(".")
+    assert answer_problem(kin, None, [f"a {kin.answer}"]) is None
+    assert "another car the pages name" in answer_problem(kin, None, [f"{old_car} and {kin.answer}"])
+    assert answer_problem(kin, None, [f"a {old_car}"]).startswith("the image tool was not asked")
+
+
+def test_the_returned_code_must_run_and_print_the_lists_values():
+    debug = held_out_set()[2]
+    script = debug.additional_args["code"]
+    assert list_values(script) == [0, 1, 2]
+    fixed = "numbers=[0, 1, 2]\n\nfor i in range(len(numbers)):\n    print(numbers[i])\n"
+    assert answer_problem(debug, fixed, []) is None
+    assert answer_problem(debug, "numbers = [0, 1, 2]\nfor n in numbers:\n    print(n)", []) is None
+    assert answer_problem(debug, script, []) == "returned no fixed code"
+    half = "numbers=[0, 1, 2]\nfor i in range(4):\n    print(numbers[i])\n"  # one bug left
+    assert answer_problem(debug, half, []).startswith("the returned code fails")
+    assert answer_problem(debug, "print(3)", []) == "the returned code prints '3', not the list's values"
+    assert answer_problem(debug, "3", []).startswith("the returned code prints")
+
+
+# ----- run_task: the entry point judges answers too -----
+def _weather_run(answer: str, tokenizer) -> object:
+    from course.agents.replay import ReplayModel
+    from course.finetune.evaluate import run_task
+
+    task = next(t for t in held_out_set()[3:] if t.family == "weather")
+    city = task.task.split(" in ")[1].split()[0].rstrip("?.")
+    outputs = [f'Thought: I search.\n<code>\nprint(web_search(query="{city} weather now"))\n</code>',
+               f'Thought: I answer.\n<code>\nfinal_answer("{answer}")\n</code>']
+    return task, run_task(task, ReplayModel(outputs, tokenizer=tokenizer), "scripted", max_steps=3)
+
+
+def test_run_task_judges_the_answer_not_only_the_trajectory(tokenizer):
+    task, _ = _weather_run("x", tokenizer)
+    (a, ta), (_, tb) = list(source_figures(task).items())
+    one = f"{int(min(ta))} degrees, according to {a}"
+    _, good = _weather_run(one, tokenizer)
+    assert good.success and good.answer_problem == "" and good.right_tool
+    glued = f"around {int(min(ta))}-{int(min(tb))} degrees"
+    _, bad = _weather_run(glued, tokenizer)
+    assert not bad.success and bad.final_answer
+    assert bad.answer_problem == "glues the figures of 2 sources" or bad.flags
+
+
+def test_a_kin_count_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="kin=12"):
+        held_out_set(kin=12)
+    assert len(held_out_set(kin=2)) == 9
+
+
+def test_eval_only_refuses_a_prompt_the_adapter_was_not_trained_with(capsys):
+    from course.finetune.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--eval-only", "--prompt", "compact"])
+    assert stop.value.code == 2
+    assert "trained with the default prompt" in capsys.readouterr().err
+    assert isinstance(Trajectory, type)
