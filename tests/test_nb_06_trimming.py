@@ -109,6 +109,8 @@ def test_the_models_own_tokenizers_keep_fewer(run):
     assert table["columns"]["GPT-2 fallback"] == [8, 8, 4, 8, 4, 8, 4, 4, 5, 5, 4]
     assert table["totals"]["GPT-2 fallback"] == 62
     assert table["totals"]["notes tokenizer"] > 62 and table["totals"]["agent tokenizer"] > 62
+    # the Qwen3 tokenizer is the prepared asset, not a copy of the agent's or the fallback's
+    assert table["columns"]["notes tokenizer"] != table["columns"]["agent tokenizer"]
     keeps = kept["kept"]
     assert keeps["GPT-2 fallback, budget 45"] == SEVEN
     for label in ("agent tokenizer, budget 45", "notes tokenizer, budget 45"):
