@@ -258,8 +258,8 @@ _FIX_TASKS = [
 ]
 
 
-def _run_and_fix(rng: random.Random) -> Trajectory:
-    bad, good, why = _bug(rng)
+def _fix_trajectory(bad: str, good: str, why: str, task: str) -> Trajectory:
+    """Run the given script, read the error (``why``), run the fix, return the fixed code."""
     fixed = good.rstrip("\n")
     outputs = [
         _step("Before changing anything I run the code as it is, to see what goes wrong.", bad),
@@ -267,8 +267,12 @@ def _run_and_fix(rng: random.Random) -> Trajectory:
         _step("The fixed code runs without an error and prints what it should. I return it.",
               f'fixed_code = """{fixed}\n"""\nfinal_answer(fixed_code)'),
     ]
-    return Trajectory("run_and_fix", rng.choice(_FIX_TASKS), [], [], outputs, {"code": bad},
-                      expected_tool="python", answer="")
+    return Trajectory("run_and_fix", task, [], [], outputs, {"code": bad}, expected_tool="python")
+
+
+def _run_and_fix(rng: random.Random) -> Trajectory:
+    bad, good, why = _bug(rng)
+    return _fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
 
 
 # ----- compute -----

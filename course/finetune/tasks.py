@@ -39,6 +39,7 @@ from course.finetune.data import (
     _bug,
     _compute,
     _fact_lookup,
+    _fix_trajectory,
     _lookup_then_draw,
     _name,
     _page,
@@ -247,15 +248,7 @@ _FIX_TASKS = [
 
 def run_and_fix(rng: random.Random) -> Trajectory:
     bad, good, why = _bug(rng) if rng.random() < 0.45 else _more_bugs(rng)
-    fixed = good.rstrip("\n")
-    outputs = [
-        _step("Before changing anything I run the code as it is, to see what goes wrong.", bad),
-        _step(f"The run failed: {why}. I fix it and run the fixed version.", good),
-        _step("The fixed code runs without an error and prints what it should. I return it.",
-              f'fixed_code = """{fixed}\n"""\nfinal_answer(fixed_code)'),
-    ]
-    return Trajectory("run_and_fix", rng.choice(_FIX_TASKS), [], [], outputs, {"code": bad},
-                      expected_tool="python")
+    return _fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
 
 
 # ----- compute -----
