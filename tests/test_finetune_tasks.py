@@ -178,3 +178,23 @@ def test_eval_only_refuses_a_prompt_the_adapter_was_not_trained_with(capsys):
     assert stop.value.code == 2
     assert "trained with the default prompt" in capsys.readouterr().err
     assert isinstance(Trajectory, type)
+
+
+def test_results_side_by_side_per_family():
+    from course.finetune.evaluate import TaskResult
+    from course.finetune.heldout import by_family, by_family_text
+
+    def result(model: str, family: str, success: bool, problem: str = "") -> TaskResult:
+        return TaskResult(model, family, "t", 2, 2, True, True, [], success, 0, 0, 0.0,
+                          answer_problem=problem)
+
+    results = {"base": [result("base", "weather", False, "glues the figures of 2 sources"),
+                        result("base", "debug_list_index", False, "the returned code fails: X")],
+               "tuned": [result("tuned", "weather", True), result("tuned", "debug_list_index", True)]}
+    rows = by_family(results)
+    assert [(r["family"], r["model"], r["success"]) for r in rows] == [
+        ("weather", "base", 0), ("weather", "tuned", 1),
+        ("debug_list_index", "base", 0), ("debug_list_index", "tuned", 1)]
+    assert rows[0]["answer_problems"] == {"glues the figures of 2 sources": 1}
+    assert rows[2]["answer_problems"] == {"the returned code fails": 1}
+    assert by_family_text(rows).splitlines()[1] == "weather | tuned | success 1/1 | final answers 1/1"

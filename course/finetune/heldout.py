@@ -29,7 +29,8 @@ from typing import Any
 
 from course.finetune.data import Trajectory, _forum, _page, held_out_tasks
 
-__all__ = ["KIN_PER_FAMILY", "answer_problem", "held_out_set", "list_values", "source_figures"]
+__all__ = ["KIN_PER_FAMILY", "answer_problem", "by_family", "by_family_text", "held_out_set",
+           "list_values", "source_figures"]
 
 KIN_PER_FAMILY = 10
 
@@ -185,3 +186,30 @@ def answer_problem(traj: Trajectory, answer: Any, drawn: list[str]) -> str | Non
             return f"the returned code prints {printed.strip()[:60]!r}, not the list's values"
         return None
     return None
+
+
+# ----- side by side, per family -----
+def by_family(results: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """One row per (family, model): tasks, successes, final answers and the answer problems
+    found, from :class:`~course.finetune.evaluate.TaskResult` lists keyed by model label."""
+    rows = []
+    families = list(dict.fromkeys(r.family for runs in results.values() for r in runs))
+    for family in families:
+        for model, runs in results.items():
+            mine = [r for r in runs if r.family == family]
+            problems: dict[str, int] = {}
+            for r in mine:
+                if r.answer_problem:
+                    problems[r.answer_problem.split(":")[0]] = problems.get(
+                        r.answer_problem.split(":")[0], 0) + 1
+            rows.append({"family": family, "model": model, "tasks": len(mine),
+                         "success": sum(r.success for r in mine),
+                         "final_answer": sum(r.final_answer for r in mine),
+                         "answer_problems": problems})
+    return rows
+
+
+def by_family_text(rows: list[dict[str, Any]]) -> str:
+    """:func:`by_family`'s rows as lines: ``family | model | success k/n | final answers``."""
+    return "\n".join(f"{r['family']} | {r['model']} | success {r['success']}/{r['tasks']} | "
+                     f"final answers {r['final_answer']}/{r['tasks']}" for r in rows)
