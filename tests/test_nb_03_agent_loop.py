@@ -79,9 +79,10 @@ def test_widgets_show_and_move_the_stop(run):
 
 
 def test_reliability_monte_carlo_matches_the_product(run):
-    text = run.text("reliability")
-    assert "0.95^10 = 0.5987" in text
-    estimates = [float(x) for x in re.findall(r"runs succeeded = ([\d.]+)", text)]
+    assert "0.95^10 = 0.5987" in run.text("reliability")
+    plain, retried = run.records("reliability")
+    assert (plain["retries"], retried["retries"], plain["n"], plain["p"]) == (0, 1, 10, 0.95)
+    estimates = [sim["successes"] / sim["trials"] for sim in (plain, retried)]
     assert abs(estimates[0] - 0.95**10) < 0.02
     assert abs(estimates[1] - 0.9975**10) < 0.02 and estimates[1] > estimates[0]
     assert run.has_image("reliability")
@@ -117,10 +118,14 @@ def test_failure_rows_show_their_remedies(run):
     injection = run.text("failure-injection")
     assert "send_email allowed=True" in injection and "door: ok; emails actually sent: 1" in injection
     assert "door: not_allowed; emails actually sent: 0" in injection
-    cost = run.text("failure-cost")
-    saved = re.search(r"input tokens: (\d+) -> (\d+) \((\d+)% fewer\); same answer: True", cost)
-    assert saved and int(saved.group(2)) < int(saved.group(1))
+    cost = run.record("failure-cost")["runs"]
+    full, compact = cost["full"], cost["compact"]
+    assert compact["input_tokens"] < full["input_tokens"] and compact["final_answer"] == full["final_answer"]
+    assert full["token_unit"] == compact["token_unit"] == "SmolLM2-135M-Instruct tokenizer"
+    assert [s["input_tokens"] for s in full["steps"]] == sorted(s["input_tokens"] for s in full["steps"])
     effects = run.text("failure-side-effects")
+    assert run.record("failure-side-effects")["runs"]["approval"]["steps"][1]["observation"].startswith(
+        "not executed: set_stock")
     assert "'pallet-B': 0}" in effects  # the live run wrote
     assert "would have written: [\"set_stock({'item': 'pallet-B', 'units': 0})\"]" in effects
     assert "said no; stock {'pallet-A': 40, 'pallet-B': 12}" in effects

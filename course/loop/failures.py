@@ -39,6 +39,7 @@ from course.loop.agent_loop import (
 )
 from course.loop.remedies import agrees, dry_run, keep_recent, ungrounded_numbers, with_approval
 from course.loop.scenarios import stuck_search_model
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.examples import get_weather
 from course.tools.registry import ToolRegistry
@@ -53,8 +54,9 @@ GUARDED_AGENTS_NOTEBOOK = "04_guarded_agents.ipynb"
 
 
 @dataclass
-class FailureDemo:
-    """One row of the failure table and what its demonstration showed."""
+class FailureDemo(Record):
+    """One row of the failure table and what its demonstration showed (displayable: text for the
+    student, and for a machine the row, the outcome lines and each run's record)."""
 
     row: str
     mechanism: str
@@ -66,6 +68,13 @@ class FailureDemo:
         lines = [f"{self.row}: {self.mechanism} -> {self.remedy}"]
         lines += [f"  {line}" for line in self.outcome]
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"row": self.row, "outcome": list(self.outcome),
+                "runs": {name: run.record() for name, run in self.runs.items()}}
 
 
 # --------------------------------------------------------------------------------------------

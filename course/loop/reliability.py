@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course.records import Record
+
 __all__ = ["Simulation", "chain_success", "chain_success_with_recovery", "plot_success_curves", "simulate_chain", "step_success_with_recovery", "success_curves"]
 
 
@@ -54,8 +56,8 @@ def chain_success_with_recovery(p: float, n: int, retries: int = 1,
 
 
 @dataclass(frozen=True)
-class Simulation:
-    """A Monte Carlo estimate of a run's success rate."""
+class Simulation(Record):
+    """A Monte Carlo estimate of a run's success rate (displayed: text, and its values as JSON)."""
 
     p: float
     n: int
@@ -75,6 +77,9 @@ class Simulation:
     def __str__(self) -> str:
         return (f"p={self.p}, n={self.n}, retries={self.retries}: {self.successes}/{self.trials}"
                 f" runs succeeded = {self.estimate:.3f} +- {self.standard_error:.3f}")
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
 
 
 def simulate_chain(p: float, n: int, trials: int = 20_000, retries: int = 0,
