@@ -216,7 +216,7 @@ def test_chapter_shape(run):
     ids = [c.id for c in run.nb.cells]
     assert ids[1] == "goals" and "Learning goals" in run.nb.cells[1].source
     order = [ids.index(i) for i in ("goals", "loop-step", "c45-summary", "quiz-heading", "quiz",
-                                    "quiz-answers", "quiz-check", "exercises", "ex1-solution",
+                                    "quiz-check", "exercises", "ex1-solution",
                                     "going-further")]
     assert order == sorted(order)
     assert run.cells("exercises")[0].source.startswith("## Exercises")
