@@ -71,17 +71,22 @@ def _wrong_answers(ns):
                  for a, b in rendered.spans]
         return [any(a <= s < b for a, b in spans) for s, _ in enc["offset_mapping"]]
 
-    def product(model, rank, targets):
-        return sum(rank * m.in_features * m.out_features for n, m in model.named_modules()
-                   if n.rsplit(".", 1)[-1] in targets)
+    def product(model, ranks):
+        return sum(ranks[n.rsplit(".", 1)[-1]] * m.in_features * m.out_features
+                   for n, m in model.named_modules() if n.rsplit(".", 1)[-1] in ranks)
 
-    def every_linear(model, rank, targets):
-        return sum(rank * (m.in_features + m.out_features) for m in model.modules()
+    def every_linear(model, ranks):  # the largest rank on every linear layer, lm_head included
+        return sum(max(ranks.values()) * (m.in_features + m.out_features) for m in model.modules()
                    if isinstance(m, torch.nn.Linear))
 
-    def inputs_only(model, rank, targets):
-        return sum(rank * m.in_features for n, m in model.named_modules()
-                   if n.rsplit(".", 1)[-1] in targets)
+    def inputs_only(model, ranks):
+        return sum(ranks[n.rsplit(".", 1)[-1]] * m.in_features for n, m in model.named_modules()
+                   if n.rsplit(".", 1)[-1] in ranks)
+
+    def one_rank_for_all(model, ranks):  # section 3's count with the first rank given
+        rank = next(iter(ranks.values()))
+        return sum(rank * (m.in_features + m.out_features) for n, m in model.named_modules()
+                   if n.rsplit(".", 1)[-1] in ranks)
 
     return {
         1: {"no search": _trajectory([ADD, FINAL]),
@@ -94,7 +99,7 @@ def _wrong_answers(ns):
             "spans read as token indices": spans_as_token_indices,
             "without the end-of-turn token": no_end_token},
         3: {"r x in x out": product, "every linear layer": every_linear,
-            "inputs only": inputs_only},
+            "inputs only": inputs_only, "one rank for every layer": one_rank_for_all},
     }
 
 
