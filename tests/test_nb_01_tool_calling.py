@@ -3,6 +3,7 @@ displayed records' values where the cell shows a record)."""
 
 import json
 import re
+from dataclasses import asdict
 
 import pytest
 
@@ -217,39 +218,35 @@ def test_quiz_and_exercises_pass_in_the_instructor_edition(run):
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
 
 
-_CURVE_ROW = re.compile(r"^\s+(\d+) tools shown: accuracy (\d\.\d\d) \(draws (\d\.\d\d)-(\d\.\d\d), "
-                        r"(\d+) draw\(s\), (\d+) requests asked, prompt up to (\d+) tokens\)", re.M)
-
-
 def test_tool_count_accuracy_is_measured(run):
-    text = run.text("tool-count")
-    rows = _CURVE_ROW.findall(text)
-    assert [int(r[0]) for r in rows] == [5, 10]  # the live sample: one list of each size
-    for _, mean, low, high, draws, asked, _ in rows:
-        assert float(low) == float(mean) == float(high) and int(draws) == 1
-        correct = float(mean) * int(asked)  # a share of the requests asked, to two decimals
-        assert 1 <= int(asked) <= 10 and abs(correct - round(correct)) <= 0.05
-    tokens = [int(r[6]) for r in rows]
-    assert tokens[1] > tokens[0]  # 10 tools cost more prompt than 5
-    assert "[measured]" in text.splitlines()[0] and "SmolLM2-135M-Instruct" in text.splitlines()[0]
+    curve = run.record("tool-count")
+    assert (curve["model"], curve["provenance"]) == ("SmolLM2-135M-Instruct", "measured")
+    rows = curve["rows"]
+    assert [r["shown"] for r in rows] == [5, 10]  # the live sample: one list of each size
+    for r in rows:
+        assert r["low"] == r["accuracy"] == r["high"] and r["draws"] == 1
+        correct = r["accuracy"] * r["asked"]  # a share of the requests asked
+        assert 1 <= r["asked"] <= 10 and abs(correct - round(correct)) < 1e-9
+    assert rows[1]["prompt_tokens"] > rows[0]["prompt_tokens"]  # 10 tools cost more prompt than 5
+    head = run.text("tool-count").splitlines()[0]
+    assert "[measured]" in head and "SmolLM2-135M-Instruct" in head
     assert run.has_image("tool-count-plot")
 
 
 def test_the_last_full_tool_count_run_is_shown_with_its_provenance(run):
     from course.tools.tool_count import LAST_FULL_RUN, ToolCountCurve
 
-    text = run.text("tool-count-plot")
-    head = text.splitlines()[0]
-    assert "[measured in an earlier full run, 20" in head and "python -m course.tools.tool_count" in head
-    rows = _CURVE_ROW.findall(text)
-    sizes = [int(r[0]) for r in rows]
-    assert sizes[:4] == [5, 10, 25, 50] and 50 < sizes[4] <= 122
-    assert all(int(r[4]) == 3 and int(r[5]) == 3 * 44 for r in rows)  # 3 draws x 44 requests
-    assert "tools do not fit the model's context window of 8192 tokens" in text  # 122 -> cut
-    retrieval = re.search(r"BM25 top-5: accuracy (\d\.\d\d) \(.*, (\d+) requests asked", text)
-    assert retrieval and int(retrieval.group(2)) == 44
+    shown = run.record("tool-count-plot")
+    assert shown["provenance"] == "measured in an earlier full run"
+    assert shown["when"].startswith("20") and "python -m course.tools.tool_count" in shown["when"]
+    assert "[measured in an earlier full run, 20" in run.text("tool-count-plot").splitlines()[0]
+    sizes = [r["shown"] for r in shown["rows"]]
+    assert sizes[:4] == [5, 10, 25, 50] and 50 < sizes[4] <= 122 and sizes[5] == "BM25 top-5"
+    assert all(r["draws"] == 3 and r["asked"] == 3 * 44 for r in shown["rows"][:5])  # 3 x 44
+    assert shown["rows"][5]["asked"] == 44
+    assert "tools do not fit the model's context window of 8192 tokens" in shown["note"]  # 122 -> cut
     saved = ToolCountCurve.from_json(LAST_FULL_RUN).summary()  # the shown figures are the file's
-    assert [f"{saved[s][0]:.2f}" for s in sizes] == [r[1] for r in rows]
+    assert [saved[s][0] for s in sizes] == [r["accuracy"] for r in shown["rows"]]
 
 
 def test_slot_filling_calls_only_when_valid(run):
@@ -327,19 +324,17 @@ def test_bfcl_sample_and_the_committed_run(run):
     from course.tools.bfcl import BFCL_LAST_RUN, BfclRun
 
     text = run.text("bfcl-sample")
-    head = text.splitlines()[0]
-    assert head.startswith("BFCL v4 (measured here, a sample; model SmolLM2-135M-Instruct; judge: "
+    assert text.startswith("BFCL v4 (measured here, a sample; model SmolLM2-135M-Instruct; judge: "
                            "bfcl-eval 2026.3.23 bfcl_eval/eval_checker/ast_eval/ast_checker.py")
-    rows = re.findall(r"^(simple|multiple)\s+(free|constrained)\s+(flat|all)\s+(\d+)\s+"
-                      r"([\d.]+)%\s+([\d.]+)%", text, re.M)
-    sample = rows[:2]
-    assert [(r[0], r[1], int(r[3])) for r in sample] == [("simple", "free", 2),
-                                                         ("simple", "constrained", 2)]
-    assert all(float(r[4]) == 100.0 for r in sample if r[1] == "constrained")  # format guaranteed
+    sample, full = run.records("bfcl-sample")
+    assert (sample["provenance"], sample["model"]) == ("measured here, a sample", "SmolLM2-135M-Instruct")
+    assert [(r["category"], r["mode"], r["n"]) for r in sample["rows"]] == [
+        ("simple", "free", 2), ("simple", "constrained", 2)]
+    constrained = sample["rows"][1]
+    assert constrained["well_formed"] == constrained["n"]  # the format is guaranteed
     assert "native tool calling (level 2): about 95-99% well-formed [recorded, note 003]" in text
     saved = BfclRun.from_json(BFCL_LAST_RUN)
-    assert "BFCL v4 (measured in an earlier run; model SmolLM2-135M-Instruct" in text
+    assert full["provenance"] == "measured in an earlier run" and full["when"] == saved.when
     assert "python -m course.tools.bfcl" in saved.when
-    shown = [(r[0], r[1], r[2], int(r[3])) for r in rows[2:]]
-    assert shown == [(r.category, r.mode, r.subset, r.n) for r in saved.rows]
+    assert full["rows"] == [asdict(row) for row in saved.rows]
     assert len(text) < 3000

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from course.assets import BFCL_PACKAGE, AssetError, fetch_data_package
+from course.records import Record
 from course.tools.constrained import PrefixCache, sample_replies
 from course.tools.protocol import parse_model_output, render_tool_prompt
 
@@ -213,8 +214,10 @@ class BfclRow:
 
 
 @dataclass
-class BfclRun:
-    """A table of :class:`BfclRow`, with what ran (model, command, date): prints and saves itself."""
+class BfclRun(Record):
+    """A table of :class:`BfclRow`, with what ran (model, command, date): prints and saves itself.
+
+    Displayed, it shows the table; its values (:meth:`record`) are what ran and the rows."""
 
     provenance: str
     model: str
@@ -230,6 +233,13 @@ class BfclRun:
         cols = (f"{'category':<9}{'mode':<12}{'set':<5}{'N':>5}{'well-formed':>13}"
                 f"{'accepted':>11}{'time':>11}")
         return "\n".join([head, cols, *(row.line() for row in self.rows)])
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"provenance": self.provenance, "model": self.model, "when": self.when,
+                "rows": [asdict(row) for row in self.rows], "seconds": self.seconds}
 
     def to_json(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")

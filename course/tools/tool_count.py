@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course.records import Record
 from course.tools.catalogue import CatalogueTool, ToolRetriever
 from course.tools.constrained import PrefixCache, constrained_call
 from course.tools.protocol import parse_model_output, render_tool_prompt, tool_list_text
@@ -57,8 +58,10 @@ class ToolCountPoint:
 
 
 @dataclass
-class ToolCountCurve:
-    """Accuracy per prompt size over several draws, with where the figures came from."""
+class ToolCountCurve(Record):
+    """Accuracy per prompt size over several draws, with where the figures came from.
+
+    Displayed, it shows one row per size; its values (:meth:`record`) are those rows."""
 
     model: str
     points: list[ToolCountPoint] = field(default_factory=list)
@@ -94,6 +97,19 @@ class ToolCountCurve:
                         f"{len(draws)} draw(s), {sum(p.total for p in draws)} requests asked, "
                         f"prompt up to {max(p.prompt_tokens for p in draws)} tokens)")
         return "\n".join(rows)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        rows = []
+        for size, (mean, low, high) in self.summary().items():
+            draws = [p for p in self.points if p.shown == size]
+            rows.append({"shown": size, "accuracy": mean, "low": low, "high": high,
+                         "draws": len(draws), "asked": sum(p.total for p in draws),
+                         "prompt_tokens": max(p.prompt_tokens for p in draws)})
+        return {"model": self.model, "provenance": self.provenance, "when": self.when,
+                "note": self.note, "rows": rows}
 
     def plot(self, ax: Any = None) -> Any:
         """Accuracy vs tools shown (mean, and the range over draws); retrieval as a marker."""
