@@ -126,6 +126,11 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return nodeid if Path(module).stem in MATRIX else module
+            stem = Path(module).stem
+            if stem in MATRIX:
+                return nodeid
+            if stem.startswith(FIRST) and not stem.endswith("_exercises"):
+                return stem[:len("test_nb_00")]  # a chapter's modules share its one run
+            return module
 
     return ModulesAndMatrixNotebooks(config, log)
