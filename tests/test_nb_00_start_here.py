@@ -69,7 +69,7 @@ def test_ends_with_summary_and_exercises(run):
 
 
 def test_the_quiz_shows_its_questions_and_the_instructor_answers_pass(run):
-    shown = run.text("quiz")
+    shown = run.text("quiz")  # what a front end without widgets shows
     assert shown.startswith("Quiz (4 questions)") and "b) COURSE_MODEL" in shown
     assert run.has_widget("quiz")
     graded = run.text("quiz-check")

@@ -126,14 +126,15 @@ def test_hints_say_what_was_expected_and_what_came_back(names):
     assert "expected 921,600 (PEFT), got 552960" in count.printed, count
 
 
-def test_the_student_edition_says_not_yet_done(names):
+def test_the_student_edition_says_not_yet_done(names, tmp_path, monkeypatch):
     student = {c.id: c.source for c in student_edition(
         nbformat.read(NOTEBOOKS / EXERCISES.notebook, as_version=4)).cells}
     assert "### BEGIN SOLUTION" not in "".join(student.values())
+    monkeypatch.chdir(tmp_path)  # a student's folder with no quiz choices saved yet
     ns, out = dict(names), io.StringIO()
     _execute(student["ex1-setup"], ns, "ex1-setup", out)
-    _execute(student["quiz"].replace("quiz.show()", ""), ns, "quiz", out)
-    for cell_id in ("quiz-answers", "quiz-check", "ex1-solution", "ex1-check", "ex2-solution",
+    _execute(student["quiz"].replace("QuizWidget(quiz)", ""), ns, "quiz", out)
+    for cell_id in ("quiz-check", "ex1-solution", "ex1-check", "ex2-solution",
                     "ex2-check", "ex3-solution", "ex3-check"):
         _execute(student[cell_id], ns, cell_id, out)
     printed = out.getvalue()
