@@ -85,3 +85,18 @@ def test_no_instruction_no_flag():
     assert run_instruction_ignored(run) == []
     run.task = "Run this code and tell me what it prints"
     assert len(run_instruction_ignored(run)) == 1
+
+
+def test_verdicts_and_comparisons_say_their_values_to_a_machine(replays):
+    """What the chapter displays is read by value: the flags of a verdict, the rows side by side."""
+    import json
+
+    from course.agents.evaluation import RunComparison, TrajectoryVerdict
+    from course.records import RECORD_MIME
+
+    verdict = TrajectoryVerdict.of("bond", replays["bond_note"].trace)
+    (flag,) = json.loads(json.dumps(verdict._repr_mimebundle_()[RECORD_MIME]))["flags"]
+    assert (flag["check"], flag["subject"]) == ("relevant tool never called", "web_search")
+    assert str(verdict).startswith("bond: answer '<image") and "-> 1 flag(s)" in str(verdict)
+    rows = RunComparison({"ideal": replays["bond_ideal_react"].trace}).record()["rows"]
+    assert rows[0]["run"] == "ideal" and rows[0]["flags"] == [] and rows[0]["outputs"] == "reconstructed"

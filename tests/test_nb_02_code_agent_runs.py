@@ -12,10 +12,6 @@ NOTEBOOK = "02_code_agent_runs.ipynb"  # executed once by the shared ``run`` fix
 MAX_OUTPUT_CHARS = 3000
 
 
-def field(text: str, name: str) -> str:
-    return re.search(rf"\b{name}=(\S+)", text).group(1)
-
-
 def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert "short bounded run" in run.text("live-plan")  # the default setting: the bundled model
     assert "ending at its first code block or after 64 new tokens" in run.text("live-plan")
@@ -37,7 +33,7 @@ def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
         assert live["step_records"][0]["error"].startswith("AgentParsingError"), live
         assert f"relevant tool never called ({tool})" in live["flags"], live
     debug = run.record("live-debug")  # it runs a copy of the script, bugs and all: no check fires
-    assert "the call ended at its first complete code block" in run.text("live-debug")
+    assert debug["step_records"][0]["ended"] == "its first complete code block", debug
     code = debug["step_records"][0]["code"]
     assert "range(4)" in code and "numbers(i)" in code, code
     assert debug["step_records"][0]["error"].startswith("AgentExecutionError") and debug["flags"] == []
@@ -59,34 +55,33 @@ def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
     assert f"bounded run of {TUNED}: up to 2 steps, each ending at its first complete code block " \
            "or after 160 new tokens" in plan and f"model: {TUNED}, loaded in this kernel" in plan
     summary = run.text("tuned-side-by-side")
-    table = summary.split("\n\n")[0]
-    expected_flags = {"weather": "relevant tool never called (web_search)", "bond": "none",
-                      "debug": "none"}
+    table = summary.split("\n\n")[0]  # printed: nine rows, the note's, live and tuned runs
+    expected_flags = {"weather": ["relevant tool never called (web_search)"], "bond": [], "debug": []}
     for task, flags in expected_flags.items():
-        text = run.text(f"tuned-{task}")
-        assert text.startswith(f"{task} [measured] model: {TUNED}"), text
-        steps = int(field(text, "steps"))
-        assert 1 <= steps <= 2 and text.count("the call ended at its first complete code block") == steps
-        assert "AgentParsingError" not in text and "cached_prompt_tokens=0" not in text, text
-        assert re.search(r"step_seconds=\d+\.\d", text), text
+        tuned = run.record(f"tuned-{task}")
+        assert tuned["name"] == task and tuned["model"] == TUNED, tuned
+        steps = tuned["steps"]
+        assert 1 <= steps <= 2 and tuned["parsed_steps"] == steps, tuned  # every step parses
+        assert [step["ended"] for step in tuned["step_records"]] == ["its first complete code block"] * steps
+        assert tuned["cached_prompt_tokens"] > 0, tuned
+        assert all(step["seconds"] > 0 for step in tuned["step_records"]), tuned
         # one verdict, three readings: the run's flags, the comparison's row, the summary line
-        shown = re.search(r"^flags: (.*)$", text, re.M).group(1)
-        labels = re.findall(r"\[([^\]]+)\] run: the task calls for '(\w+)'", shown)
-        assert (", ".join(f"{k} ({t})" for k, t in labels) or shown) == flags, (task, shown)
-        assert row(table, f"{task}, tuned live").endswith(f"flags={flags}"), table
-        line = row(summary, task)
-        assert line.startswith(f"{task}: parsed {steps} of {steps} steps;"), line
-        assert f"; flags: {flags}; " in line, line
+        assert tuned["flags"] == flags, (task, tuned["flags"])
+        shown = ", ".join(flags) or "none"
+        assert row(table, f"{task}, tuned live").endswith(f"flags={shown}"), table
+        assert f"; flags: {shown}; " in row(summary, task), summary
         assert row(table, f"{task}, note") and row(table, f"{task}, live")  # beside the others
-    assert "weather: parsed 2 of 2 steps; tools called: none; stopped: step limit (2)" in summary
-    bond = row(summary, "bond")  # search, draw, answer: the checks pass it...
-    assert "tools called: web_search, image_generator, final_answer; stopped: final_answer" in bond
-    assert "answer: an image (AgentImage)" in bond and "answer: an image" in run.text("tuned-bond")
+    weather, bond = run.record("tuned-weather"), run.record("tuned-bond")
+    assert weather["steps"] == 2 and weather["tools_called"] == [] and weather["stopped"] == "step limit (2)"
+    # search, draw, answer: the checks pass it...
+    assert bond["tools_called"] == ["web_search", "image_generator", "final_answer"], bond
+    assert bond["stopped"] == "final_answer" and bond["answer"] == "an image (AgentImage)"
     # ...though the generator got no car: what the checks do not read
     assert ("bond, tuned: searched ['latest car James Bond']; the image generator received "
             "['a car, detailed, high-res']") in summary
-    debug = run.text("tuned-debug")  # uses the script's name, never runs it: no flag
-    assert "numbers = numbers + 1" in debug and "answer: None" in debug
+    debug = run.record("tuned-debug")  # uses the script's name, never runs it: no flag
+    assert any("numbers = numbers + 1" in step["code"] for step in debug["step_records"]), debug
+    assert debug["answer"] == "None"
     assert row(table, "debug, tuned live").endswith("ran the script in step [1, 2]; flags=none")
     cells = [c.id for c in run.nb.cells]
     assert cells.index("going-further") < cells.index("tuned-intro") < cells.index("tuned-read")
@@ -191,18 +186,24 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
     parsed = run.text("dummy-parse")
     assert "Action(name='get_weather', args=(), kwargs={'city': 'Rome'})" in parsed
     assert "FinalAnswer(text='18 °C')" in parsed and "ActionParseError: expected" in parsed
-    replay = run.text("dummy-replay")
-    assert replay.startswith("[recorded: the two queries and the answer (quoted by note 000); "
-                             "reconstructed: the Thought lines")
-    assert "stopped: final answer; answer: 'Clear sky, around 13-16°C'" in replay
-    ideal = run.text("dummy-ideal")
-    assert ideal.startswith("[reconstructed (from the note): the ideal ReAct trajectory")
-    assert "the search found the DB5: True" in ideal
-    assert "kwargs={'prompt': 'Aston Martin DB5'}" in ideal
+    assert run.text("dummy-replay").startswith(
+        "[recorded: the two queries and the answer (quoted by note 000); reconstructed: the Thought lines")
+    replay = run.record("dummy-replay")
+    assert replay["stopped"] == "final answer" and replay["answer"] == "Clear sky, around 13-16°C"
+    assert [s["parsed"]["kwargs"] for s in replay["steps"][:2]] == [
+        {"query": "current weather in Paris"}, {"query": "current weather in Paris, France"}]
+    assert run.text("dummy-ideal").startswith("[reconstructed (from the note): the ideal ReAct trajectory")
+    assert "the search found the DB5: True" in run.text("dummy-ideal")
+    ideal = run.record("dummy-ideal")
+    assert [s["parsed"] for s in ideal["steps"]] == [
+        {"action": "web_search", "args": [], "kwargs": {"query": "car James Bond latest movie"}},
+        {"action": "text_to_image", "args": [], "kwargs": {"prompt": "Aston Martin DB5"}},
+        {"final_answer": "<image>"}]
     live = run.text("dummy-live")
     assert live.startswith("[measured] model: SmolLM2-135M-Instruct (bundled); N=3 questions, "
                            "3 model calls, 0 with an action or answer the parser read"), live
-    assert "stopped: no action to run" in live
+    first = run.record("dummy-live")
+    assert first["stopped"] == "no action to run" and first["steps"][0]["parsed"] is None, first
 
 
 # ----- code as the interface -----
@@ -435,3 +436,19 @@ def test_the_fine_tuned_runs_skip_with_a_reason(monkeypatch, tmp_path):
     assert reason.startswith("the fine-tuned model's adapter does not check: ") and "manifest" in reason
     with pytest.raises(RuntimeError, match="the fine-tuned model cannot run"):
         live.run_live_tuned("weather")
+
+
+def test_a_dummy_run_says_its_steps_to_a_machine():
+    from course.agents.dummy_agent import (
+        NOTE_REPLIES,
+        dummy_tools,
+        run_dummy_agent,
+        scripted_generate,
+    )
+
+    question, _, replies = NOTE_REPLIES["weather"]
+    record = run_dummy_agent(question, dummy_tools(), scripted_generate(replies)).record()
+    assert record["stopped"] == "final answer" and record["answer"] == "Clear sky, around 13-16°C"
+    assert record["steps"][0]["parsed"] == {"action": "web_search", "args": [],
+                                            "kwargs": {"query": "current weather in Paris"}}
+    assert record["steps"][2]["parsed"] == {"final_answer": "Clear sky, around 13-16°C"}

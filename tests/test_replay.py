@@ -140,6 +140,8 @@ def test_a_live_run_is_bounded_by_its_plan_and_measured():
     assert live.trace.source == "measured" and live.trace.steps[0].figures == "measured"
     assert live.trace.tool_names_called() == ["web_search"]
     assert "steps=1 stopped=step limit (1)" in str(live)
+    record = live.record()  # what the chapter's tests read
+    assert (record["steps"], record["stopped"], record["tools_called"]) == (1, "step limit (1)", ["web_search"])
     model = ReplayModel(outputs, model_id="scripted stand-in for the agent model")
     full = run_live("weather", LivePlan(6, 48, "test plan"), model=model)
     assert full.stopped == "final_answer" and full.answer == "sunny" and len(full.trace.steps) == 3

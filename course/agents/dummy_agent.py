@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from course.records import Record, json_safe
+
 __all__ = ["NOTE_REPLIES", "STOP", "Action", "ActionParseError", "DummyRun", "DummyStep",
            "FinalAnswer", "active_generate", "call_tool", "cut_at_stop", "dummy_tools",
            "parse_reply", "run_dummy_agent", "scripted_generate", "system_prompt"]
@@ -130,7 +132,7 @@ class DummyStep:
 
 
 @dataclass
-class DummyRun:
+class DummyRun(Record):
     """A run of :func:`run_dummy_agent`: the question, its steps, the answer, why it stopped."""
 
     question: str
@@ -138,6 +140,21 @@ class DummyRun:
     answer: str | None
     stopped: str
     messages: list[dict[str, str]]
+
+    def record(self) -> dict[str, Any]:
+        """What a test reads: the answer, why the loop stopped, and per step what was parsed."""
+        def parsed(step: DummyStep) -> dict[str, Any] | None:
+            if isinstance(step.parsed, Action):
+                return {"action": step.parsed.name, "args": json_safe(step.parsed.args),
+                        "kwargs": json_safe(step.parsed.kwargs)}
+            return None if step.parsed is None else {"final_answer": step.parsed.text}
+
+        return {"question": self.question, "answer": self.answer, "stopped": self.stopped,
+                "steps": [{"number": s.number, "reply": s.reply, "parsed": parsed(s),
+                           "observation": s.observation, "error": s.error} for s in self.steps]}
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
     def __str__(self) -> str:
         lines = [f"question: {self.question}"]

@@ -37,7 +37,6 @@ caps the new tokens only).
 
 from __future__ import annotations
 
-import html
 import re
 import time
 from dataclasses import dataclass
@@ -156,11 +155,8 @@ class LiveRun(Record):
         for step in t.steps:
             output = " ".join((step.model_output or "").split())
             lines.append(f"  step {step.number}: model wrote {output[:140]!r}")
-            if self.plan.first_block and step.output_tokens is not None:
-                ended = (f"the {self.plan.max_new_tokens}-token cap"
-                         if step.output_tokens >= self.plan.max_new_tokens
-                         else "its first complete code block" if first_code_block_end(step.model_output or "")
-                         else "a stop sequence or the end of its text")
+            ended = self._ended(step)
+            if ended:
                 lines.append(f"    the call ended at {ended}")
             if step.code:
                 lines.append(f"    code run: {' '.join(step.code.split())[:160]!r}")
@@ -175,6 +171,16 @@ class LiveRun(Record):
         lines.append("flags: " + ("; ".join(str(f) for f in flags) if flags else "none"))
         return "\n".join(lines)
 
+    def _ended(self, step: Any) -> str | None:
+        """Where a bounded call ended (its first code block, the token cap), when the plan says."""
+        if not self.plan.first_block or step.output_tokens is None:
+            return None
+        if step.output_tokens >= self.plan.max_new_tokens:
+            return f"the {self.plan.max_new_tokens}-token cap"
+        if first_code_block_end(step.model_output or ""):
+            return "its first complete code block"
+        return "a stop sequence or the end of its text"
+
     def record(self) -> dict[str, Any]:
         """The run's figures, per step and in all, the checks' flags and the answer."""
         t = self.trace
@@ -186,13 +192,11 @@ class LiveRun(Record):
                 "tools_called": self.tools_called, "answer": self.answer_text(),
                 "flags": [f.label for f in self.flags],
                 "step_records": [{"output_tokens": s.output_tokens, "seconds": s.duration_s,
-                                  "code": s.code, "error": s.error} for s in t.steps]}
+                                  "code": s.code, "error": s.error, "ended": self._ended(s)}
+                                 for s in t.steps]}
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(str(self))}</pre>"
 
 
 def choice_label() -> str:
