@@ -187,12 +187,6 @@ class Quiz:
                                       "notebook)")
         return self.check(answers)
 
-    def show(self):
-        """The quiz as a widget (``widgets.quiz.QuizWidget``)."""
-        from widgets.quiz import QuizWidget
-
-        return QuizWidget(self)
-
     def text(self) -> str:
         """The questions and choices as plain text (what a front end without widgets shows)."""
         lines = [f"Quiz ({len(self.questions)} questions): answer in the widget; your choices "

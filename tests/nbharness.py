@@ -255,9 +255,11 @@ class Exercises:
 
 def core_path(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` without its ``## Going further`` cells (from the cell whose id is ``going-further``,
-    after the exercises): what a test that is not about those cells runs. They carry no grade
-    id (checked here), so nbgrader, which tracks only cells with one, accepts the rest as a
-    submission; they are the slow live runs, which the chapter tests and the mirror run."""
+    after the exercises): what a test that is not about those cells runs (the model-setting
+    matrix, nbgrader's autograde in the feedback, pipeline and class-hub tests, the browser's Run
+    All). They carry no grade id (checked here), so nbgrader, which tracks only cells with one,
+    accepts the rest as a submission; they are the slow live runs, which the chapter tests and the
+    mirror run."""
     ids = [cell.get("id") for cell in nb.cells]
     if "going-further" in ids:
         rest = nb.cells[ids.index("going-further"):]

@@ -1,4 +1,4 @@
-"""Every notebook, top to bottom, with the agent model named by a Hugging Face id, offline.
+"""Every notebook's core path, with the agent model named by a Hugging Face id, offline.
 
 The test writes a Hugging Face cache in which the bundled model is
 ``HuggingFaceTB/SmolLM2-135M-Instruct`` (``hub/models--ORG--NAME/{refs/main,snapshots/<rev>}``),
@@ -10,7 +10,8 @@ What runs is the *student edition* of each notebook (``course.grading.student_ed
 instead of solutions, hidden tests removed), as a student who picked a hub model would run it.
 So the same run also shows that the student edition runs top to bottom and prints
 ``[not yet done]`` under every graded check (issue 16), without executing every chapter once
-more for that alone.
+more for that alone. Each chapter's ``## Going further`` is left out (nbharness.core_path): it holds
+no graded check, and the bundled runs execute it.
 """
 
 import re
@@ -21,7 +22,7 @@ import pytest
 from course.assets import converted_model_dir
 from course.grading import student_edition
 from live_models import HUB_ID, write_hub_cache
-from nbharness import MATRIX_NAMES, NOTEBOOKS, check_cell_ids, run_notebook
+from nbharness import MATRIX_NAMES, NOTEBOOKS, check_cell_ids, core_path, run_notebook
 
 NAMES = MATRIX_NAMES  # every chapter but 07 (nbharness says why)
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
@@ -36,7 +37,7 @@ def hub_cache(tmp_path_factory):
 def test_student_edition_runs_with_a_hub_id(hub_cache, name, tmp_path):
     source = nbformat.read(NOTEBOOKS / name, as_version=4)
     checks = check_cell_ids(source)
-    nbformat.write(student_edition(source), tmp_path / name)
+    nbformat.write(core_path(student_edition(source)), tmp_path / name)
     run = run_notebook(tmp_path / name,
                        env={"COURSE_MODEL": HUB_ID, "HF_HUB_CACHE": str(hub_cache)})
     print(f"\n{name}, student edition, with {HUB_ID}: {run.seconds:.1f} s")

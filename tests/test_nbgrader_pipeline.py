@@ -27,7 +27,7 @@ import pytest
 from fixtures.make_fixtures import RIGHT, WRONG_ANSWERS, fill
 
 from course.grading import ResourceLimits, grade_class
-from nbharness import hand_in_quiz
+from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
@@ -123,7 +123,8 @@ def chapter_course(tmp_path_factory):
     for student, nb in submissions.items():
         folder = course / "submitted" / student / CHAPTER
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{CHAPTER}.ipynb")
+        # Handed in without Going further (no grade id there; the chapter tests run it).
+        nbformat.write(core_path(nb), folder / f"{CHAPTER}.ipynb")
         if student != "untouched":
             hand_in_quiz(CHAPTER, folder)  # the quiz clicked right in the widget
     _nbgrader(course, "autograde", CHAPTER, "--force")
