@@ -1,5 +1,5 @@
 """Memory of the seven chapter kernels kept alive together, as a student who opens every chapter
-and runs them all would have them (issue 27).
+and runs them all would have them.
 
 Every chapter notebook 00-06 is run top to bottom in its own kernel with nbclient (one after the
 other, offline, the bundled model, the tests' kernel environment); all seven kernels are kept
@@ -18,7 +18,7 @@ after, and their total seconds (part of the run time).
 Configurations, each made by a cell put before the notebook's first one and by the kernelspec
 (nothing else differs):
 
-* ``copy`` (the state issue 27 was filed against): the weights read into each kernel
+* ``copy`` (the course before the weights were shared): the weights read into each kernel
   (``disable_mmap=True``) and no release after model cells, ordinary kernels;
 * ``mapped``: the weights mapped and shared, no release after model cells, ordinary kernels;
 * ``course``: the course's code (weights mapped, freed memory given back after model cells) in

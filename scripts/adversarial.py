@@ -1,4 +1,4 @@
-"""The adversarial re-run of issue 26: every contract test, and a table of outcomes by area.
+"""The adversarial re-run: every contract test (bad input), and a table of outcomes by area.
 
     .venv/bin/python scripts/adversarial.py [--junit FILE] [--timeout S] [-- PYTEST ARGS]
 

@@ -1,4 +1,4 @@
-"""A class on JupyterHub, end to end in a browser (issue 25): what ``make class`` starts.
+"""A class on JupyterHub, end to end in a browser: what ``make class`` starts.
 
 ``scripts/class_hub.py`` sets up a class on loopback: three local Unix accounts with a unique
 prefix (an instructor and two students, removed afterwards), nbgrader's exchange (root's, mode

@@ -1,6 +1,6 @@
-"""Issue 26, the audit log (course/tools/gateway.py, ``AuditLog.to_jsonl``): an export appends and
-never overwrites, one record JSON cannot hold never loses the others, a bad path is a clear error
-naming it and the fix. Table tests with a real gateway and hand-made records."""
+"""Contract cases of the audit log (course/tools/gateway.py, ``AuditLog.to_jsonl``): an export
+appends and never overwrites, one record JSON cannot hold never loses the others, a bad path is a
+clear error naming it and the fix. Table tests with a real gateway and hand-made records."""
 
 import json
 import re

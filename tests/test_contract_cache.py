@@ -1,4 +1,4 @@
-"""Issue 26, the cache and the doctor: damaged prepared files (truncated, empty, broken,
+"""Contract cases of the cache and the doctor: damaged prepared files (truncated, empty, broken,
 ``tokenizer.json`` = ``{}``, zeroed weights of the right size) are reported by name with the fix
 ``python -m course prepare``; ``prepare`` writes a manifest of sizes and sha256, repairs what it
 flags, and refuses an unusable COURSE_CACHE before the long conversion. Every case runs on a

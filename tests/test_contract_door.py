@@ -1,8 +1,8 @@
-"""Issue 26, the tool door (course/tools/): nothing waits without a bound (a blocking confirm
-callback, a blocking policy rule, a tool registered without a timeout), a look-alike tool name
-is refused naming both, and a bad configuration file or subject is a clear error naming the
-file or argument and the fix. Table tests; every blocking case is bounded to a fraction of a
-second, so the file ends in seconds."""
+"""Contract cases of the tool door (course/tools/): nothing waits without a bound (a blocking
+confirm callback, a blocking policy rule, a tool registered without a timeout), a look-alike tool
+name is refused naming both, and a bad configuration file or subject is a clear error naming the
+file or argument and the fix. Table tests; every blocking case is bounded to a fraction of a second,
+so the file ends in seconds."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 26, the class grader (course/grading/): the output path is checked before any notebook is
-graded, the CSV never holds a cell a spreadsheet runs as a formula, and two notebooks of one name
-in one student's folder are graded once with the others named. Table tests; the kernels are
+"""Contract cases of the class grader (course/grading/): the output path is checked before any
+notebook is graded, the CSV never holds a cell a spreadsheet runs as a formula, and two notebooks of
+one name in one student's folder are graded once with the others named. Table tests; the kernels are
 replaced by a stand-in that records what it was asked to grade (one real run at the end)."""
 
 from __future__ import annotations

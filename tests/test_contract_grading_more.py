@@ -1,7 +1,7 @@
-"""Issue 26, the grader (course/grading/), more: a duplicated check cell is reported as what it
-is (the grade_id and the fix), not as nbgrader's "SchemaTooOldError"; and a grader started from
-a virtualenv reached through a symlink grades an honest student 5/5 in the sandbox (the kernel
-starts from a path the sandbox mounts). Table tests; one real sandboxed run at the end."""
+"""Contract cases of the grader (course/grading/), more: a duplicated check cell is reported as what
+it is (the grade_id and the fix), not as nbgrader's "SchemaTooOldError"; and a grader started from a
+virtualenv reached through a symlink grades an honest student 5/5 in the sandbox (the kernel starts
+from a path the sandbox mounts). Table tests; one real sandboxed run at the end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 26, a local model folder: the doctor checks it the way the loader loads it.
+"""Contract cases of a local model folder: the doctor checks it the way the loader loads it.
 
 ``COURSE_MODEL=/some/dir`` folders that cannot load (a truncated or empty ``config.json``, an
 unknown ``model_type``, no weights file, a config whose weights need terabytes, a negative

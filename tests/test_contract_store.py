@@ -1,8 +1,8 @@
-"""Issue 26, the conversation store: a lock held by another process is waited for with a bound
-and reported as a course error naming the file, the holder and the fix (never "not a SQLite
+"""Contract cases of the conversation store: a lock held by another process is waited for with a
+bound and reported as a course error naming the file, the holder and the fix (never "not a SQLite
 database"); the -wal/-shm files are said to belong to the database; ':memory:' is refused (nothing
-would persist); a damaged file is never appended to; a thread id that cannot be stored is refused
-by name; the turns a crashed writer left in the -wal file are folded in when the file is opened."""
+would persist); a damaged file is never appended to; a thread id that cannot be stored is refused by
+name; the turns a crashed writer left in the -wal file are folded in when the file is opened."""
 
 import sqlite3
 import subprocess

@@ -1,6 +1,6 @@
-"""Issue 26, the student's copy (course/workspace.py): nothing the student wrote is lost, every
-bad file skips its own chapter with a message naming it and the fix, nothing is written outside
-the student's folder. Table tests on copies of chapters 00 and 06 in temporary folders."""
+"""Contract cases of the student's copy (course/workspace.py): nothing the student wrote is lost,
+every bad file skips its own chapter with a message naming it and the fix, nothing is written
+outside the student's folder. Table tests on copies of chapters 00 and 06 in temporary folders."""
 
 import shutil
 from datetime import datetime

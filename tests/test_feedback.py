@@ -1,4 +1,4 @@
-"""Feedback a student keeps holds no hidden test, for every chapter (issue 25, item 3).
+"""Feedback a student keeps holds no hidden test, for every chapter.
 
 One nbgrader course with every chapter assigned, one student's submission of each (the
 instructor's answers, except chapter 03's exercise 2 fitted to the visible assert only, so a

@@ -1,5 +1,5 @@
 """course.finetune: the generator's split, rendering through a real CodeAgent, a short LoRA run,
-the committed adapter's manifest, and base + adapter loading (issue 28)."""
+the committed adapter's manifest, and base + adapter loading."""
 
 from __future__ import annotations
 

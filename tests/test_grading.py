@@ -3,7 +3,7 @@
 Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtures.py``):
 ``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
 instructor edition, a student edition with wrong answers, and a malicious one;
-``submissions_adversarial/<kind>/`` is issue 17's adversarial class (an honest submission and
+``submissions_adversarial/<kind>/`` is an adversarial class (an honest submission and
 one per attack, each with wrong answers).
 
 The student edition of every notebook with exercises is generated here (no solution, no hidden

@@ -1,5 +1,4 @@
-"""`make lab-instructor`: Formgrader works and nothing is written into the repository (issue 25,
-item 4).
+"""`make lab-instructor`: Formgrader works and nothing is written into the repository.
 
 The Makefile's own target is started (as tests/test_lab.py does; the course folder is a
 temporary one, ``NBGRADER_COURSE=...``) and Formgrader's API is asked for what its pages show:

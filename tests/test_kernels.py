@@ -1,4 +1,4 @@
-"""Kernels forked from one pre-imported process (course/kernels.py, issue 27): real ipykernels
+"""Kernels forked from one pre-imported process (course/kernels.py): real ipykernels
 started through jupyter_client with the lab's kernelspec (lab/kernels/python3), each test's
 zygotes in a private runtime folder of its own module, killed at the end.
 

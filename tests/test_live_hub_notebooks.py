@@ -9,7 +9,7 @@ lessons' values are asserted by the bundled runs; this module asserts what the s
 What runs is the *student edition* of each notebook (``course.grading.student_edition``: stubs
 instead of solutions, hidden tests removed), as a student who picked a hub model would run it.
 So the same run also shows that the student edition runs top to bottom and prints
-``[not yet done]`` under every graded check (issue 16), without executing every chapter once
+``[not yet done]`` under every graded check, without executing every chapter once
 more for that alone. Each chapter's ``## Going further`` is left out (nbharness.core_path): it holds
 no graded check, and the bundled runs execute it.
 """

@@ -1,4 +1,4 @@
-"""Error contracts of the model settings (issue 17) and the memory guard (issue 13).
+"""Error contracts of the model settings and the memory guard.
 
 Every bad ``COURSE_MODEL`` / ``COURSE_DEVICE`` value, and every malformed server answer, gives a
 CourseSettingError that names the setting and the fix; ``import course`` never fails; a model

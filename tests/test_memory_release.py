@@ -1,5 +1,5 @@
 """A chapter kernel loads the model only when a cell asks for it, and after a cell that ran the
-model it gives back what the forward passes freed (issue 27, course/memory_release.py).
+model it gives back what the forward passes freed (course/memory_release.py).
 
 The kernel test runs real cells in a real ipykernel (nbclient, the tests' kernel environment):
 a chapter's first cell maps no weights; a forward pass over a long prompt whose outputs are

@@ -1,4 +1,4 @@
-"""One copy of the weights per machine (issue 27): on the CPU in fp32 the bundled model's tensors
+"""One copy of the weights per machine: on the CPU in fp32 the bundled model's tensors
 are views of the mapped ``model.safetensors`` (transformers maps safetensors files and, where the
 dtype on disk is the dtype used, keeps the mapping's pages as the parameters), so every kernel
 shares the same page-cache pages instead of holding its own copy; the greedy tokens are those of

@@ -1,4 +1,4 @@
-"""Error contracts of the registry, the gateway and the adapters (issue 17), as one table.
+"""Error contracts of the registry, the gateway and the adapters, as one table.
 
 ``ToolRegistry.execute`` and ``ToolGateway.execute`` never raise: every bad input comes back as
 a :class:`ToolResult` with a status and a text that names the problem. Bad registrations and

@@ -150,7 +150,7 @@ def test_the_navigation_reaches_every_chapter_with_its_outputs(site, browser):
     page.close()
 
 
-OUTPUT_LIMIT = 3_000  # characters: summaries first, details on demand (issue 24)
+OUTPUT_LIMIT = 3_000  # characters: summaries first, details on demand
 
 
 def test_no_output_is_a_wall_of_text(site):
