@@ -13,7 +13,8 @@ grader reads the values from it instead of matching printed prose::
 
     Kept(4, 32)          # the cell's last expression: text for the student, JSON for the tests
 
-This module does not decide what a record shows: :meth:`Record.record` is
+It also holds the label of a result an earlier run committed (:func:`committed_label`): measured,
+not here, and the file it lies in. This module does not decide what a record shows: :meth:`Record.record` is
 :func:`dataclasses.asdict` made JSON-safe, and a class overrides it to choose its fields. A
 record that is only ``print``-ed has no output bundle, so nothing machine-readable: display it
 (the cell's last expression, or ``display(x)``).
@@ -23,9 +24,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 RECORD_MIME = "application/vnd.course.record+json"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a reader finds it in the workbook: from the folder that holds ``course/``
+    (``course/data/bfcl_bundled.json``), else as it is."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def committed_label(*paths: Path) -> str:
+    """The provenance of a result an earlier run committed: measured, not here, and where."""
+    return f"measured (committed result of an earlier run: {', '.join(map(shown_path, paths))})"
 
 
 def json_safe(value: Any) -> Any:

@@ -237,9 +237,11 @@ def test_the_last_full_tool_count_run_is_shown_with_its_provenance(run):
     from course.tools.tool_count import LAST_FULL_RUN, ToolCountCurve
 
     shown = run.record("tool-count-plot")
-    assert shown["provenance"] == "measured in an earlier full run"
+    assert shown["provenance"] == ("measured (committed result of an earlier run: "
+                                  "course/data/tool_count_accuracy.json)")
     assert shown["when"].startswith("20") and "python -m course.tools.tool_count" in shown["when"]
-    assert "[measured in an earlier full run, 20" in run.text("tool-count-plot").splitlines()[0]
+    assert ("[measured (committed result of an earlier run: course/data/tool_count_accuracy.json), 20"
+            in run.text("tool-count-plot").splitlines()[0])
     sizes = [r["shown"] for r in shown["rows"]]
     assert sizes[:4] == [5, 10, 25, 50] and 50 < sizes[4] <= 122 and sizes[5] == "BM25 top-5"
     assert all(r["draws"] == 3 and r["asked"] == 3 * 44 for r in shown["rows"][:5])  # 3 x 44
@@ -334,7 +336,8 @@ def test_bfcl_sample_and_the_committed_run(run):
     assert constrained["well_formed"] == constrained["n"]  # the format is guaranteed
     assert "native tool calling (level 2): about 95-99% well-formed [recorded, note 003]" in text
     saved = BfclRun.from_json(BFCL_LAST_RUN)
-    assert full["provenance"] == "measured in an earlier run" and full["when"] == saved.when
+    assert full["provenance"] == ("measured (committed result of an earlier run: "
+                                  "course/data/bfcl_bundled.json)") and full["when"] == saved.when
     assert "python -m course.tools.bfcl" in saved.when
     assert full["rows"] == [asdict(row) for row in saved.rows]
     assert len(text) < 3000

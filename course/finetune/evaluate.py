@@ -33,25 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS  # one cap, chapters 02-03's too
-from course.records import Record
+from course.records import Record, committed_label, shown_path
 
-__all__ = ["Comparison", "HeldOut", "TaskResult", "committed_label", "compare", "evaluate",
-           "fixed_code_returned", "kernel_agent_model", "run_task", "shown_path"]
-
-
-def shown_path(path: Path) -> str:
-    """``path`` as a reader finds it in the workbook: from the folder that holds ``course/``
-    (``course/data/adapters/smollm2-tools/evaluation.json``), else as it is."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        return Path(path).resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def committed_label(*paths: Path) -> str:
-    """The provenance of a result an earlier run committed: measured, not here, and where."""
-    return f"measured (committed result of an earlier run: {', '.join(map(shown_path, paths))})"
+__all__ = ["Comparison", "HeldOut", "TaskResult", "compare", "evaluate", "fixed_code_returned",
+           "kernel_agent_model", "run_task"]
 
 
 @dataclass
