@@ -255,7 +255,7 @@ class Exercises:
 
 def core_path(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` without its ``## Going further`` cells (from the cell whose id is ``going-further``,
-    after the exercises): what a test that is not about those cells runs (the model-setting
+    after the exercises): what a test that is not about those cells runs (the hub-id
     matrix, nbgrader's autograde in the feedback, pipeline and class-hub tests, the browser's Run
     All). They carry no grade id (checked here), so nbgrader, which tracks only cells with one,
     accepts the rest as a submission; they are the slow live runs, which the chapter tests and the
