@@ -25,15 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from run_all import CORE_LIMIT_S, cell_seconds  # noqa: E402
+from run_all import CORE_LIMIT_S, seconds_in  # noqa: E402
 
 from nbharness import MAX_CELLS, MAX_WORDS, NOTEBOOKS, core_cells, lesson_size, run_notebook  # noqa: E402
 
 
 def core_seconds(nb: nbformat.NotebookNode) -> float:
     """Seconds in the cells before the quiz, from their execution stamps."""
-    core = {c.get("id") for c in core_cells(nb)}
-    return sum(sec for cell, sec in cell_seconds(nb) if cell in core)
+    return seconds_in(nb, core_cells(nb))
 
 
 def run_core(path: Path) -> nbformat.NotebookNode:
