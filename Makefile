@@ -125,7 +125,7 @@ grade: assets sandbox
 # $(NBGRADER_COURSE)/submitted/<student>/<chapter>/<chapter>.ipynb.
 NBGRADER_COURSE ?= release/nbgrader
 NBGRADER := PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(CURDIR)/$(VENV)/bin/nbgrader
-CHAPTERS = $(basename $(notdir $(wildcard $(INSTRUCTOR_DIR)/[0-9]*.ipynb)))
+CHAPTERS = $(basename $(notdir $(wildcard $(INSTRUCTOR_DIR)/[0-9A]*_*.ipynb)))
 # The course folder: the template's config, and each chapter linked (not copied) as
 # source/<chapter>/<chapter>.ipynb for nbgrader and as <chapter>.ipynb for the instructor lab.
 define nbgrader-course

@@ -44,7 +44,7 @@ WIDGET_NOTE = ("Interactive widget: it needs a running kernel. Open this chapter
 
 def chapter_map(readme: Path = ROOT / "README.md") -> list[tuple[str, str]]:
     """(notebook stem, what it teaches) for each row of the README's chapter table."""
-    rows = re.findall(r"^\| `(\d\d_\w+)` \| ([^|]+) \|", readme.read_text(), re.M)
+    rows = re.findall(r"^\| `([0-9A]\d_\w+)` \| ([^|]+) \|", readme.read_text(), re.M)
     if not rows:
         raise ValueError(f"{readme}: no chapter table (rows like '| `00_start_here` | ... |')")
     return [(stem, teaches.strip()) for stem, teaches in rows]

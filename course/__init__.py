@@ -10,10 +10,10 @@ notebook                lesson code                                    widget
 01_tool_calling         course.tools                                   -
 02_code_agent_runs      course.agents                                  widgets.trace_stepper
 03_agent_loop           course.loop                                    widgets.budget_explorer
-04_guarded_agents       course.guards                                  widgets.approval_panel
-05_memory               course.memory, course.checkpoints              -
-06_trimming             course.trimming                                widgets.trim_explorer
-07_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
+04_memory               course.memory, course.checkpoints              -
+05_trimming             course.trimming                                widgets.trim_explorer
+06_guarded_agents       course.guards                                  widgets.approval_panel
+A4_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
 ======================  =============================================  =========================
 
 Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each

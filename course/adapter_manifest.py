@@ -4,7 +4,7 @@ Imports nothing of the course (the loader, :mod:`course.models`, and the doctor 
 checking an adapter never loads a model, the agents or the trainer.
 :func:`check_adapter`: the manifest is readable, names the base model, and every adapter file is
 present with the sha256 the manifest records. :func:`wrap_with_adapter` is the one place a model
-gets the adapter (the loader's ``bundled+tools``, chapter 07's ``load_with_adapter``): the check,
+gets the adapter (the loader's ``bundled+tools``, appendix A4's ``load_with_adapter``): the check,
 then PEFT (imported only then).
 
 Not handled: several adapters at once, adapters for other base models.
@@ -41,7 +41,7 @@ def sha256_file(path: Path) -> str:
 
 def adapter_label(name: str = DEFAULT_ADAPTER) -> str:
     """Base + adapter as outputs name it, e.g. ``SmolLM2-135M-Instruct + LoRA smollm2-tools
-    (course/data/adapters)`` (chapters 02, 03 and 07's live runs, the BFCL table)."""
+    (course/data/adapters)`` (chapters 02, 03 and A4's live runs, the BFCL table)."""
     return f"SmolLM2-135M-Instruct + LoRA {name} (course/data/adapters)"
 
 

@@ -30,8 +30,7 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "
 
 # The slowest chapter cell, measured by `make benchmark` on a quiet 2-core machine (2026-12-01),
 # is 02 `live-weather` at 8.9 s (no cell over 15 s); a busy machine slows a cell several times
-# (06 `bug1-runs` once took 37 s there, before chapter 06 was cut), so 120 s keeps more than 3x
-# even then. Kernels get 120 s to start (a cold model load).
+# (up to 37 s seen), so 120 s keeps more than 3x even then. Kernels get 120 s to start (a cold model load).
 c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True

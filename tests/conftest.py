@@ -48,13 +48,13 @@ def empty_cache(tmp_path):
 
 @pytest.fixture
 def folders(tmp_path):
-    """For the workspace tests: a source folder holding chapters 00 and 06 of notebooks/ (the
+    """For the workspace tests: a source folder holding chapters 00 and 05 of notebooks/ (the
     instructor edition), and where the student's copy goes (not made yet)."""
     import shutil
 
     source = tmp_path / "notebooks"
     source.mkdir()
-    for name in ("00_start_here.ipynb", "06_trimming.ipynb"):
+    for name in ("00_start_here.ipynb", "05_trimming.ipynb"):
         shutil.copy(ROOT / "notebooks" / name, source / name)
     return source, tmp_path / "student"
 

@@ -94,11 +94,11 @@ TARGETS = [
         Widget("budgets", "max steps", [r"(?i)max steps", r"(?i)stop"], "budget", "",
                control="max steps"),
     ]),
-    Target("04_guarded_agents.ipynb", "widgets/approval_panel.py", [
+    Target("06_guarded_agents.ipynb", "widgets/approval_panel.py", [
         Widget("approval", "Waiting for approval", [r"Waiting for approval", r"move_stock"],
                "approve", r"amend_declaration"),
     ]),
-    Target("06_trimming.ipynb", "widgets/trim_explorer.py", [
+    Target("05_trimming.ipynb", "widgets/trim_explorer.py", [
         Widget("trim_explorer", "max_tokens", [r"max_tokens", r"strategy", r"\tkept\t",
                                                 r"(?i)reason"], "budget", "",
                control="max_tokens", kept_rows=True),
@@ -122,7 +122,7 @@ def lab(tmp_path_factory):
     shutil.copytree(NOTEBOOKS, served, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     # The chapters' Going further cells (after the exercises; no widget this test checks) are
     # the slow live runs, which the chapter tests and the Colab mirror run: left out here.
-    for chapter in served.glob("[0-9][0-9]_*.ipynb"):
+    for chapter in served.glob("[0-9A][0-9]_*.ipynb"):
         nbformat.write(core_path(nbformat.read(chapter, as_version=4)), chapter)
     shutil.copy(FIXTURE, served / FIXTURE.name)
     config = root / "config"

@@ -97,7 +97,7 @@ def test_two_processes_with_the_lock_keep_every_turn_in_order(tmp_path):
 
 
 def test_without_the_guard_turns_are_lost_silently(tmp_path):
-    """What chapter 05 shows: LangGraph's plain SqliteSaver forks the thread (measured here; the
+    """What chapter 04 shows: LangGraph's plain SqliteSaver forks the thread (measured here; the
     count varies, so the test runs a few rounds and needs one loss in any of them)."""
     losses = []
     for attempt in range(4):

@@ -97,7 +97,7 @@ CASES = [
          id="tool_count --sizes abc"),
     case("wrong result", module("course.tools.tool_count", "--draws", "0"), "--draws", NUMBER,
          id="tool_count --draws 0"),
-    # python -m course.finetune (chapter 07)
+    # python -m course.finetune (appendix A4)
     case("wrong result", module("course.finetune", "--threads", "0"), "--threads", NUMBER,
          id="finetune --threads 0"),
     case("raw crash", module("course.finetune", "--threads", "-3"), "--threads", NUMBER,
@@ -115,7 +115,7 @@ CASES = [
     case("wrong result", module("course.finetune", "--eval-only", "--name", "no-such-adapter"),
          "--eval-only --name no-such-adapter", "adapters here: smollm2-tools",
          id="finetune --eval-only, no such adapter"),
-    # python -m course.memory.store (chapter 05's second process)
+    # python -m course.memory.store (chapter 04's second process)
     case("raw crash", module("course.memory.store", "append", "m.sqlite", "t", "w", "1",
                              "--delay", "-1"), "--delay", "give seconds from 0",
          id="store append --delay -1"),
@@ -125,12 +125,12 @@ CASES = [
          "no checkpoint file at no-such.sqlite", "Fix:", id="store read, no such file"),
     case("raw crash", module("course.memory.store", "append", "m.sqlite", "\udcff", "w", "1"),
          "not valid Unicode", id="store append, thread id not valid Unicode"),
-    # python -m course.memory.prefix_cache (chapter 05, going further)
+    # python -m course.memory.prefix_cache (chapter 04, going further)
     case("raw crash", module("course.memory.prefix_cache", "--max-new-tokens", "0"),
          "--max-new-tokens", NUMBER, id="prefix_cache --max-new-tokens 0"),
     case("unclear error", module("course.memory.prefix_cache", "--turns", "99"),
          "--turns", "from 1 to 12", id="prefix_cache --turns 99"),
-    # python -m course.guards.warehouse (chapter 04's approval across processes)
+    # python -m course.guards.warehouse (chapter 06's approval across processes)
     case("raw crash", module("course.guards.warehouse", "--db", "w.sqlite", "--thread", "t",
                              "edit", "--arguments", "not json"),
          "--arguments", "is not JSON", "give a JSON object", id="warehouse --arguments not JSON"),

@@ -1,6 +1,6 @@
 """Contract cases of the student's copy (course/workspace.py): nothing the student wrote is lost,
 every bad file skips its own chapter with a message naming it and the fix, nothing is written
-outside the student's folder. Table tests on copies of chapters 00 and 06 in temporary folders."""
+outside the student's folder. Table tests on copies of chapters 00 and 05 in temporary folders."""
 
 import shutil
 from datetime import datetime
@@ -12,7 +12,7 @@ from course.workspace import MANIFEST, WorkspaceError, main, restore_chapter, sy
 from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = ["00_start_here.ipynb", "06_trimming.ipynb"]
+CHAPTERS = ["00_start_here.ipynb", "05_trimming.ipynb"]
 NB, OTHER = CHAPTERS
 NEW = "00_start_here.new.ipynb"
 WHEN = datetime(2026, 12, 1, 3, 4, 5)
@@ -279,12 +279,12 @@ def test_a_file_where_a_folder_goes_is_named_with_the_fix(folders, case, capsys)
 
 
 @pytest.mark.contract("unclear error")
-@pytest.mark.parametrize("chapter", ["1" * 5000, "0" * 4400 + "6", "x" * 10000])
+@pytest.mark.parametrize("chapter", ["1" * 5000, "0" * 4400 + "5", "x" * 10000])
 def test_a_chapter_argument_thousands_of_characters_long_is_no_chapter(folders, chapter, capsys):
     source, dest = folders
     sync_student_copy(source, dest)
     before = _snapshot(dest)
-    expected_ok = chapter.lstrip("0") == "6"  # "000...06" is chapter 06, however many zeros
+    expected_ok = chapter.lstrip("0") == "5"  # "000...05" is chapter 05, however many zeros
     code = main(["--source", str(source), "--dest", str(dest), "restore", chapter])
     err = capsys.readouterr().err
     assert "integer string conversion" not in err and "Exceeds the limit" not in err
@@ -292,5 +292,5 @@ def test_a_chapter_argument_thousands_of_characters_long_is_no_chapter(folders, 
         assert code == 0
         return
     assert code == 2 and "no chapter" in err and f"({len(chapter)} characters)" in err
-    assert "choose one of 00_start_here, 06_trimming" in err and len(err) < 400
+    assert "choose one of 00_start_here, 05_trimming" in err and len(err) < 400
     assert _snapshot(dest) == before

@@ -79,7 +79,7 @@ def test_injection_row_obeys_the_page_and_the_door_decides():
     assert sent[0].executed and sent[0].status == "ok"  # the naive runtime sent it
     refused = [s for s in guarded.steps if s.call and s.call.name == "send_email"]
     assert not refused[0].executed and refused[0].status == "not_allowed"
-    assert "04_guarded_agents.ipynb" in str(demo)
+    assert "06_guarded_agents.ipynb" in str(demo)
 
 
 def test_compact_state_costs_fewer_tokens():

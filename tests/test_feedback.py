@@ -30,7 +30,7 @@ from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9A]*_*.ipynb"))
 STUDENT = "alice"
 
 

@@ -35,7 +35,7 @@ def test_formgrader_answers_in_the_instructor_lab_and_writes_nothing_here(tmp_pa
     assert {page: status for page, (status, _) in answers.items()} == dict.fromkeys(
         FORMGRADER_PAGES, 200), lab.log.read_text()[-3000:]
     assert json.loads(answers["/formgrader/api/students"][1]) == []
-    chapters = {p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
+    chapters = {p.stem for p in (ROOT / "notebooks").glob("[0-9A]*_*.ipynb")}
     assert {a["name"] for a in json.loads(answers["/formgrader/api/assignments"][1])} == chapters
     assert (course / "gradebook.db").is_file()  # where nbgrader_config.py says
     assert (course / "source" / "03_agent_loop" / "03_agent_loop.ipynb").resolve() == (

@@ -223,7 +223,7 @@ def test_chapter_shape(run):
     core = ids[:ids.index("quiz-heading")]
     for later in ("planning-smolagents", "smolagents-budgets", "langgraph-budgets", "model-error",
                   "limit-knowing", "tuned-routing"):
-        assert later not in core, later  # beyond the note, or chapter 07's model: Going further
+        assert later not in core, later  # beyond the note, or appendix A4's model: Going further
 
 
 def test_smolagents_plans_every_two_steps(run):

@@ -23,7 +23,7 @@ SAVED = re.compile(r"^# saved in (course(?:\.\w+)+)\s*$")
 
 
 def _saved_cells():
-    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(NOTEBOOKS.glob("[0-9A][0-9]_*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             first = cell.source.splitlines()[:1]
             if cell.cell_type == "code" and first and SAVED.match(first[0]):

@@ -1,4 +1,4 @@
-"""Chapter 01's single door, kept by every later chapter: each tool an agent of chapters 02-04 runs
+"""Chapter 01's single door, kept by every later chapter: each tool an agent of chapters 02-06 runs
 is run by the registry, and a LangGraph tool message carries the door's verdict.
 
 The door's log here is every call the registry runs (``ToolRegistry.run``: what ``execute`` and
@@ -172,7 +172,7 @@ def test_the_budget_graph_runs_its_tools_through_the_door(door):
     assert all(ToolResult.of(m.artifact).ok for m in messages)
 
 
-# ---------------------------------------------------------------- chapter 04
+# ---------------------------------------------------------------- chapter 06
 
 
 def test_the_warehouse_writes_only_through_the_door(door):

@@ -14,7 +14,7 @@ from course.workspace import MANIFEST, fingerprint, restore_chapter, sync_studen
 from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = ["00_start_here.ipynb", "06_trimming.ipynb"]
+CHAPTERS = ["00_start_here.ipynb", "05_trimming.ipynb"]
 ANSWER = "def count_words(text: str) -> int:\n    return len(text.split())  # my answer\n"
 
 
@@ -51,7 +51,7 @@ def test_regenerating_keeps_a_students_edit(folders):
     _answer_exercise(dest / "00_start_here.ipynb")
     report = sync_student_copy(source, dest)
     assert report.by_outcome("kept") == ["00_start_here.ipynb"]
-    assert report.by_outcome("unchanged") == ["06_trimming.ipynb"]
+    assert report.by_outcome("unchanged") == ["05_trimming.ipynb"]
     assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")
     assert not (dest / "00_start_here.new.ipynb").exists()
 
@@ -61,10 +61,10 @@ def test_a_new_edition_goes_beside_a_changed_notebook_and_replaces_an_untouched_
     sync_student_copy(source, dest)
     _answer_exercise(dest / "00_start_here.ipynb")
     append_to_first_cell(source / "00_start_here.ipynb", "A new paragraph from the instructor.")
-    append_to_first_cell(source / "06_trimming.ipynb", "Another new paragraph.")
+    append_to_first_cell(source / "05_trimming.ipynb", "Another new paragraph.")
     report = sync_student_copy(source, dest)
     assert report.by_outcome("kept-new-beside") == ["00_start_here.ipynb"]
-    assert report.by_outcome("updated") == ["06_trimming.ipynb"]
+    assert report.by_outcome("updated") == ["05_trimming.ipynb"]
     # The student's answer is where it was; the new edition sits beside it.
     assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")
     assert "A new paragraph" not in notebook_text(dest / "00_start_here.ipynb")
@@ -72,21 +72,21 @@ def test_a_new_edition_goes_beside_a_changed_notebook_and_replaces_an_untouched_
     assert "A new paragraph" in notebook_text(beside) and "# my answer" not in notebook_text(beside)
     assert "as 00_start_here.new.ipynb" in str(report)
     # 06 was untouched by the student: it simply became the new edition.
-    assert "Another new paragraph" in notebook_text(dest / "06_trimming.ipynb")
+    assert "Another new paragraph" in notebook_text(dest / "05_trimming.ipynb")
     # Nothing changed since: a third run writes nothing and still keeps the answer.
     again = sync_student_copy(source, dest)
     assert again.by_outcome("kept") == ["00_start_here.ipynb"]
-    assert again.by_outcome("unchanged") == ["06_trimming.ipynb"]
+    assert again.by_outcome("unchanged") == ["05_trimming.ipynb"]
 
 
 def test_running_cells_is_not_an_edit(folders):
     source, dest = folders
     sync_student_copy(source, dest)
-    nb = nbformat.read(dest / "06_trimming.ipynb", as_version=4)
+    nb = nbformat.read(dest / "05_trimming.ipynb", as_version=4)
     code = next(c for c in nb.cells if c.cell_type == "code")
     code.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
     code.execution_count = 1
-    nbformat.write(nb, dest / "06_trimming.ipynb")
+    nbformat.write(nb, dest / "05_trimming.ipynb")
     assert sync_student_copy(source, dest).by_outcome("unchanged") == CHAPTERS
 
 
@@ -116,7 +116,7 @@ def test_restore_refuses_to_lose_a_backup_and_names_the_chapters(folders):
     with pytest.raises(FileExistsError):
         restore_chapter("00_start_here", source, dest, now=when)
     assert "# my answer" in notebook_text(dest / "00_start_here.ipynb")  # nothing overwritten
-    with pytest.raises(ValueError, match="06_trimming"):
+    with pytest.raises(ValueError, match="05_trimming"):
         restore_chapter("09", source, dest)
 
 
@@ -142,11 +142,11 @@ def test_make_restore_runs_the_helper(folders):
 
 def test_a_chapter_that_cannot_be_generated_is_reported_and_the_rest_written(folders):
     source, dest = folders
-    nb = nbformat.read(source / "06_trimming.ipynb", as_version=4)
+    nb = nbformat.read(source / "05_trimming.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"))
-    nbformat.write(nb, source / "06_trimming.ipynb")
+    nbformat.write(nb, source / "05_trimming.ipynb")
     report = sync_student_copy(source, dest)
     assert report.by_outcome("written") == ["00_start_here.ipynb"]
-    assert report.by_outcome("failed") == ["06_trimming.ipynb"]
-    assert not (dest / "06_trimming.ipynb").exists()
-    assert "06_trimming.ipynb: not written" in str(report)
+    assert report.by_outcome("failed") == ["05_trimming.ipynb"]
+    assert not (dest / "05_trimming.ipynb").exists()
+    assert "05_trimming.ipynb: not written" in str(report)

@@ -1,4 +1,4 @@
-"""Chapter 04, guarded agents (notebook ``04_guarded_agents``; note 000). Widget: ``widgets.approval_panel``.
+"""Chapter 06, guarded agents (notebook ``06_guarded_agents``; note 000). Widget: ``widgets.approval_panel``.
 
 - :mod:`.confirmation`: human approval as a LangGraph interrupt before critical calls
   (:func:`~.confirmation.ask_approval` stops the run and reads the decision); the records

@@ -8,7 +8,7 @@ read results are wrapped as untrusted data (:func:`as_data`), the session's allo
 (:data:`SESSION_TOOLS`) leaves out ``delete_file``, the side-effecting tools are ``critical``
 and ``fetch_page`` reaches only :data:`ALLOWED_HOSTS`.
 
-Part of the prompt-injection lab of chapter 04 (see :mod:`course.guards.injection`).
+Part of the prompt-injection lab of chapter 06 (see :mod:`course.guards.injection`).
 """
 
 from __future__ import annotations

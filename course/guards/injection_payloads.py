@@ -5,7 +5,7 @@ and the calls its author wants made (``wants``). :func:`payloads` is the suite o
 8 kinds the chapter runs. ``wants`` is used only to judge an outcome
 (:class:`course.guards.injection.InjectionOutcome`); no model ever sees it.
 
-Part of the prompt-injection lab of chapter 04: the catalogue (here), the lab's tool world
+Part of the prompt-injection lab of chapter 06: the catalogue (here), the lab's tool world
 (:mod:`course.guards.injection_lab`), the instruction reader
 (:mod:`course.guards.injection_reader`) and the runtimes (:mod:`course.guards.injection`).
 """

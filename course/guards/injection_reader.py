@@ -6,7 +6,7 @@ read with chapter 01's parser (:func:`course.tools.protocol.json_calls`). :class
 is the scripted model built on it: it opens the documents, makes exactly the calls it read, and
 reports. It is *scripted*, not a language model.
 
-Part of the prompt-injection lab of chapter 04 (see :mod:`course.guards.injection`).
+Part of the prompt-injection lab of chapter 06 (see :mod:`course.guards.injection`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Rows (mechanism -> what helps), after the course note:
 3. looping -> repeat detection and step budgets;
 4. error accumulation -> a verification step against a second source, and plan revision;
 5. prompt injection through tools -> a side effect off the allowlist (:func:`injection_tools`,
-   :class:`ObeyingModel`); the full lab is in ``notebooks/04_guarded_agents.ipynb``;
+   :class:`ObeyingModel`); the full lab is in ``notebooks/06_guarded_agents.ipynb``;
 6. cost -> compact state (:func:`course.loop.remedies.keep_recent`), measured in tokens per step;
 7. silent side effects -> dry-run mode and approval (:func:`course.loop.remedies.dry_run`,
    :func:`course.loop.remedies.with_approval`).
@@ -50,7 +50,7 @@ __all__ = ["ConversionAgent", "FailureDemo", "Inventory", "ObeyingModel", "all_d
            "demo_wrong_arguments", "exchange_rate", "injection_tools", "multiply",
            "reference_rate"]
 
-GUARDED_AGENTS_NOTEBOOK = "04_guarded_agents.ipynb"
+GUARDED_AGENTS_NOTEBOOK = "06_guarded_agents.ipynb"
 
 
 @dataclass

@@ -14,7 +14,7 @@ the single door's schema check and allowlist (:mod:`course.tools.registry`) and 
 scripted model that makes the mistake.
 
 Not handled: how often a real model makes these mistakes; a person's approval that waits for a
-click (chapter 04 pauses the run for it); undoing a write that already happened.
+click (chapter 06 pauses the run for it); undoing a write that already happened.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Chapter 05, where conversation memory lives (notebook ``05_memory``; note 000).
+"""Chapter 04, where conversation memory lives (notebook ``04_memory``; note 000).
 
 - :mod:`.stateless`: the model keeps nothing; the history changes its next-token probabilities.
 - :mod:`.chat_graph`: the three pieces the lesson writes in its cells (the one-node graph with a
   checkpointer, the prompt template, the state with its reducer), put together by
   ``build_chat_graph``; prompt rendering and sizes, the checkpoints of a thread as a table,
-  read-back (chapter 06 builds on it).
+  read-back (chapter 05 builds on it).
 - :mod:`.recorded`: the published Qwen2-0.5B-Instruct replies and the original notebook's stored
   state, loaded from recordings.
 - :mod:`.store`: the SQLite store under load: another process, two writers on one thread,
@@ -12,12 +12,12 @@
 - :mod:`.prefix_cache`: reusing the KV cache of a conversation's prefix, measured.
 
 Threads, the SQLite checkpointer, its writer guard and pruning are in :mod:`course.checkpoints`
-(chapters 04-06 use them).
+(chapters 06-05 use them).
 """
 
 from course.exports import lazy_exports
 
-#: What notebooks 05 and 06 and chapter 06's code use, by the module that defines it:
+#: What notebooks 05 and 06 and chapter 05's code use, by the module that defines it:
 #: ``from course.memory import build_chat_graph`` is ``course.memory.chat_graph``'s.
 _EXPORTS = {
     "chat_graph": ("LANGUAGE_TEMPLATE", "LanguageState", "PromptRecorder", "build_chat_graph",

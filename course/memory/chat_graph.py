@@ -2,8 +2,8 @@
 
 The model is a function of one token sequence; nothing persists between calls. What a chat app
 "remembers" is state that the runtime saves per thread and turns back into a prompt at every
-call. Chapter 05 writes the three pieces of the published notebook in its own cells, and this
-module keeps the same definitions for the cells after them and for chapter 06:
+call. Chapter 04 writes the three pieces of the published notebook in its own cells, and this
+module keeps the same definitions for the cells after them and for chapter 05:
 :func:`compile_chat_graph` (a one-node ``StateGraph`` compiled with a checkpointer),
 :func:`make_prompt` (a ``ChatPromptTemplate``: system instruction, then the saved messages) and
 :class:`LanguageState` (appended messages and a plain ``language`` field) with its system

@@ -1,6 +1,6 @@
 """The model is stateless: what a conversation's history changes in the next-token distribution.
 
-For chapter 05's first section. :func:`next_token_probability` reads, from the logits of a model
+For chapter 04's first section. :func:`next_token_probability` reads, from the logits of a model
 loaded in the kernel (the probe model), the probability that the answer to a conversation
 continues a prefix ("Your name is") with one target token (" Bob"). :class:`HistoryEffect` puts
 several conversations side by side, prints them, and plots them.

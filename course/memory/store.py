@@ -1,6 +1,6 @@
 """The conversation store under load: other processes, two writers on one thread, growth.
 
-For chapter 05's section on the SQLite checkpointer: reading a thread back with no model (what a
+For chapter 04's section on the SQLite checkpointer: reading a thread back with no model (what a
 second process or a restarted kernel sees), running several threads at once, two writers on
 ONE thread with and without the guard of :mod:`course.checkpoints`, and how the file grows.
 

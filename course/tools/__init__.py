@@ -9,7 +9,7 @@
   outcome every caller gets.
 - :mod:`.gateway`: subject, risk class, veto policies, confirmation and audit on that door.
 - :mod:`.adapters`: the registry's tools as LangChain / smolagents tools that use the door (every
-  agent of chapters 02-04 gets its tools this way); a LangChain tool message carries the result.
+  agent of chapters 02-06 gets its tools this way); a LangChain tool message carries the result.
 - :mod:`.protocol`: the tool list in the prompt, the one parser of a model's JSON call, validity,
   and the LangChain-type -> chat-role table (``CHAT_ROLES``) later chapters use.
 - :mod:`.constrained`: constrained decoding of a call with a logits processor.
@@ -35,7 +35,7 @@ process) does not load the others. ``langchain_tools`` here is the registry's
 
 from course.exports import lazy_exports
 
-#: What notebook 01, chapters 02-06 and the widgets use, by the module that defines it.
+#: What notebook 01, chapters 02-05 and the widgets use, by the module that defines it.
 _EXPORTS = {
     "calls": ("ToolCall",),
     "examples": ("get_weather",),

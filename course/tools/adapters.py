@@ -51,7 +51,7 @@ def tool_message(result: ToolResult, tool_call_id: str, name: str | None = None)
     """The ``ToolMessage`` for a call's result, as a ``ToolNode`` appends one for these tools.
 
     The model reads ``content``; ``artifact`` is the result; ``status`` is ``"error"`` unless the
-    call succeeded. For a graph node that runs calls itself (chapter 04's approval graph).
+    call succeeded. For a graph node that runs calls itself (chapter 06's approval graph).
     """
     return ToolMessage(result.content, tool_call_id=tool_call_id, name=name or result.tool,
                        artifact=result, status=_message_status(result))

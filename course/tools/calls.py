@@ -3,7 +3,7 @@
 Chapter 01 introduces it (the model emits ``{"name": ..., "arguments": {...}}``, which
 :func:`course.tools.protocol.parse_model_output` reads into a ``ToolCall``); chapter 02's traces
 hold the calls found in a step's code, chapter 03's loop holds the call a model decided on, and
-chapter 04's injection lab holds the calls a reader found in a page. LangChain and LangGraph
+chapter 06's injection lab holds the calls a reader found in a page. LangChain and LangGraph
 keep calls as dicts (``{"name", "args", "id", "type"}``, in ``AIMessage.tool_calls`` and in
 graph state); :meth:`ToolCall.for_langchain` and :meth:`ToolCall.from_langchain` are the one
 translation. Nothing here executes a call: that is the registry's job

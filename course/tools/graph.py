@@ -6,7 +6,7 @@ door (:mod:`course.tools.adapters`) and with an MCP server's tools; :func:`trans
 one way both print what the graph did, one line per message.
 
 Not handled: parallel tool calls in one turn (``ToolNode`` runs them, the transcript shows them,
-nothing here orders them), memory between invocations (no checkpointer: see chapter 05),
+nothing here orders them), memory between invocations (no checkpointer: see chapter 04),
 streaming, interrupts.
 """
 

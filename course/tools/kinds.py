@@ -17,7 +17,7 @@ here does one narrow thing, and the registry's door plus the tool's own guard en
   (no network), ranked by word overlap.
 
 Not handled: authentication, rate limits, retries, paging; the shell allowlist is not a sandbox
-(chapter 04 runs code in one); the rates, customers and pages are invented.
+(chapter 06 runs code in one); the rates, customers and pages are invented.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
   (``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` or a bare JSON object with
   ``name``) held as a :class:`~course.tools.calls.ToolCall`, plain text, or ``malformed`` (it
   tried to call and the JSON does not parse). :func:`json_calls` finds every such JSON call in
-  a longer text (chapter 04 reads pages with it); both read a call the same way.
+  a longer text (chapter 06 reads pages with it); both read a call the same way.
 - :data:`CHAT_ROLES`: the chat-template role of each LangChain message type, for every chapter.
 - :func:`validity` classifies a parsed call against the registry's door (known, allowed, valid
   arguments) without executing it; :func:`count_validity` counts N replies so (a

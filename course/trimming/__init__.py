@@ -1,4 +1,4 @@
-"""Chapter 06, trimming to a token budget, and the two bugs (notebook ``06_trimming``; note 000).
+"""Chapter 05, trimming to a token budget, and the two bugs (notebook ``05_trimming``; note 000).
 
 Read in this order:
 

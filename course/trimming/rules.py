@@ -1,6 +1,6 @@
 """The four trimming rules, walked by hand beside LangChain's ``trim_messages``.
 
-:func:`keep_newest` is rules 1 and 3 as chapter 06 writes them in a cell (the same definition,
+:func:`keep_newest` is rules 1 and 3 as chapter 05 writes them in a cell (the same definition,
 saved here): walk back from the newest message, and stop at the first one that does not fit
 whole. The chapter's second exercise adds rules 2 and 4 to it. The kept set a
 :class:`TrimReport` shows always comes from ``trim_messages`` itself; :func:`trim_and_explain`

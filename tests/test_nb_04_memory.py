@@ -1,11 +1,11 @@
-"""Chapter 05 executed: each test reads the values a cell computed (its displayed records, or
+"""Chapter 04 executed: each test reads the values a cell computed (its displayed records, or
 parsed fields), not the constants it prints."""
 
 import re
 
 import pytest
 
-NOTEBOOK = "05_memory.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
+NOTEBOOK = "04_memory.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def test_history_is_in_the_second_prompt_and_absent_in_the_first(run):

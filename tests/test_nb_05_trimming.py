@@ -12,7 +12,7 @@ SEVEN = ["You're a good assistant.", "What's 2 + 2?", "4.", "Thanks!", "No probl
 MAX_NEW = 8  # the chapter's reply length (cell eleven-gpt2)
 BUDGET = 45  # the original trimmer's
 
-NOTEBOOK = "06_trimming.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
+NOTEBOOK = "05_trimming.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 PROBE = "measured, SmolLM2-135M-Instruct in this kernel through a transformers pipeline"
 AGENT = "measured, SmolLM2-135M-Instruct (bundled)"

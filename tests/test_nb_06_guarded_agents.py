@@ -1,4 +1,4 @@
-"""Chapter 4 executed headless (scripted approvals): the lesson-carrying values of 04_guarded_agents.ipynb.
+"""Chapter 4 executed headless (scripted approvals): the lesson-carrying values of 06_guarded_agents.ipynb.
 
 Each test reads the values a cell displayed (its records: prompt sizes, the plan, the audit, the
 injection totals) or printed (fields, counts, dicts) and checks what carries the lesson: what ran
@@ -8,7 +8,7 @@ before and after each decision, which payloads got through which runtime.
 import ast
 import re
 
-NOTEBOOK = "04_guarded_agents.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
+NOTEBOOK = "06_guarded_agents.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
 def field(text: str, label: str) -> str:

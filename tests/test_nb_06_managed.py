@@ -1,4 +1,4 @@
-"""Chapter 04's coordinator as smolagents agents, without running the notebook: the cell's
+"""Chapter 06's coordinator as smolagents agents, without running the notebook: the cell's
 ``check_consistency`` and the package's agree on the chapter's cases (one truth), and the
 managed-agent team driven by scripted policies gives the plans the chapter shows."""
 
@@ -10,7 +10,7 @@ from course.guards.managed import ScriptedPolicyModel, build_team, run_team, scr
 from course.guards.warehouse import Coordinator, check_consistency
 from nbharness import cell_sources
 
-NOTEBOOK = "04_guarded_agents.ipynb"
+NOTEBOOK = "06_guarded_agents.ipynb"
 
 
 def _cell_check():

@@ -1,7 +1,7 @@
-"""Chapter 07's graded checks reject wrong answers: each check cell (hidden tests included, as the
+"""Appendix A4's graded checks reject wrong answers: each check cell (hidden tests included, as the
 instructor wrote it) runs against the instructor's solution and against plausible wrong answers,
 without executing the rest of the notebook; the student edition's quiz and checks say
-``[not yet done]``. (Chapter 07 is left out of the model-setting matrix, which runs the other
+``[not yet done]``. (Appendix A4 is left out of the model-setting matrix, which runs the other
 chapters' student editions.)"""
 
 import io
@@ -15,7 +15,7 @@ from course.finetune.train import TrainSettings
 from course.grading.student import student_edition
 from nbharness import NOTEBOOKS, Exercises, _execute
 
-EXERCISES = Exercises("07_teach_a_small_model.ipynb")
+EXERCISES = Exercises("A4_teach_a_small_model.ipynb")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Chapter 07, teaching the bundled model the course's tools: the outputs that carry the lesson,
+"""Appendix A4, teaching the bundled model the course's tools: the outputs that carry the lesson,
 read by value from what the student sees under each cell of one offline run, against the
 committed adapter folder (evaluation.json, manifest.json, train_log.jsonl) and the generator."""
 
@@ -11,7 +11,7 @@ import pytest
 from course.adapter_manifest import adapter_dir
 from course.finetune.data import HELD_OUT_FAMILIES, held_out_tasks, training_tasks
 
-NOTEBOOK = "07_teach_a_small_model.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
+NOTEBOOK = "A4_teach_a_small_model.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
 COMMITTED = "measured (committed result of an earlier run: course/data/"
 EVALUATION = "course/data/adapters/smollm2-tools/evaluation.json"
