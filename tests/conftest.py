@@ -97,7 +97,7 @@ def run(request):
 # (xdist's own ``--dist loadgroup`` does not work with pytest 9.2: it renames ``item._nodeid``,
 # which pytest no longer reads, so the scheduler below splits the units itself, whatever
 # ``--dist`` says: ``-n 2`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
-FIRST = ("test_nb_0",)  # but not test_nb_0N_exercises: those grade check cells, no notebook run
+FIRST = ("test_nb_0", "test_nb_A")  # not test_nb_*_exercises: they grade check cells, no run
 HEAVY = ("test_feedback", "test_class_hub", "test_live_server_notebooks", "test_live_hub_notebooks",
          "test_browser", "test_nbgrader_pipeline", "test_grading", "test_tool_count", "test_doctor")
 MATRIX = ("test_live_server_notebooks", "test_live_hub_notebooks")

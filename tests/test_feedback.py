@@ -30,7 +30,9 @@ from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9A]*_*.ipynb"))
+# The graded chapters: those with a quiz (an appendix without one has no graded cell).
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9A]*_*.ipynb")
+                  if (ROOT / "notebooks" / f"quiz_{p.name[:2]}.json").exists())
 STUDENT = "alice"
 
 
