@@ -3,7 +3,6 @@ displayed records' values where the cell shows a record)."""
 
 import json
 import re
-from dataclasses import asdict
 
 import pytest
 
@@ -218,39 +217,6 @@ def test_quiz_and_exercises_pass_in_the_instructor_edition(run):
         assert f"[passed] Exercise {n}: {title}" in run.text(f"ex{n}-check")
 
 
-def test_tool_count_accuracy_is_measured(run):
-    curve = run.record("tool-count")
-    assert (curve["model"], curve["provenance"]) == ("SmolLM2-135M-Instruct", "measured")
-    rows = curve["rows"]
-    assert [r["shown"] for r in rows] == [5, 10]  # the live sample: one list of each size
-    for r in rows:
-        assert r["low"] == r["accuracy"] == r["high"] and r["draws"] == 1
-        correct = r["accuracy"] * r["asked"]  # a share of the requests asked
-        assert 1 <= r["asked"] <= 10 and abs(correct - round(correct)) < 1e-9
-    assert rows[1]["prompt_tokens"] > rows[0]["prompt_tokens"]  # 10 tools cost more prompt than 5
-    head = run.text("tool-count").splitlines()[0]
-    assert "[measured]" in head and "SmolLM2-135M-Instruct" in head
-    assert run.has_image("tool-count-plot")
-
-
-def test_the_last_full_tool_count_run_is_shown_with_its_provenance(run):
-    from course.tools.tool_count import LAST_FULL_RUN, ToolCountCurve
-
-    shown = run.record("tool-count-plot")
-    assert shown["provenance"] == ("measured (committed result of an earlier run: "
-                                  "course/data/tool_count_accuracy.json)")
-    assert shown["when"].startswith("20") and "python -m course.tools.tool_count" in shown["when"]
-    assert ("[measured (committed result of an earlier run: course/data/tool_count_accuracy.json), 20"
-            in run.text("tool-count-plot").splitlines()[0])
-    sizes = [r["shown"] for r in shown["rows"]]
-    assert sizes[:4] == [5, 10, 25, 50] and 50 < sizes[4] <= 122 and sizes[5] == "BM25 top-5"
-    assert all(r["draws"] == 3 and r["asked"] == 3 * 44 for r in shown["rows"][:5])  # 3 x 44
-    assert shown["rows"][5]["asked"] == 44
-    assert "tools do not fit the model's context window of 8192 tokens" in shown["note"]  # 122 -> cut
-    saved = ToolCountCurve.from_json(LAST_FULL_RUN).summary()  # the shown figures are the file's
-    assert [saved[s][0] for s in sizes] == [r["accuracy"] for r in shown["rows"]]
-
-
 def test_slot_filling_calls_only_when_valid(run):
     text = run.text("slot-filling")
     slots = [eval(s) for s in re.findall(r"slots: (\{.*\})", text)]
@@ -320,24 +286,3 @@ def test_the_notes_registry_checks_the_name_only(run):
     assert _field(text, "delete_everything:") == "ToolError: Tool 'delete_everything' is not allowed."
     assert _field(text, "units='kelvin' runs anyway:") == "Berlin: 9 °C, rain"
     assert "town='Rome' crashes the caller: TypeError:" in text
-
-
-def test_bfcl_sample_and_the_committed_run(run):
-    from course.tools.bfcl import BFCL_LAST_RUN, BfclRun
-
-    text = run.text("bfcl-sample")
-    assert text.startswith("BFCL v4 (measured here, a sample; model SmolLM2-135M-Instruct; judge: "
-                           "bfcl-eval 2026.3.23 bfcl_eval/eval_checker/ast_eval/ast_checker.py")
-    sample, full = run.records("bfcl-sample")
-    assert (sample["provenance"], sample["model"]) == ("measured here, a sample", "SmolLM2-135M-Instruct")
-    assert [(r["category"], r["mode"], r["n"]) for r in sample["rows"]] == [
-        ("simple", "free", 2), ("simple", "constrained", 2)]
-    constrained = sample["rows"][1]
-    assert constrained["well_formed"] == constrained["n"]  # the format is guaranteed
-    assert "native tool calling (level 2): about 95-99% well-formed [recorded, note 003]" in text
-    saved = BfclRun.from_json(BFCL_LAST_RUN)
-    assert full["provenance"] == ("measured (committed result of an earlier run: "
-                                  "course/data/bfcl_bundled.json)") and full["when"] == saved.when
-    assert "python -m course.tools.bfcl" in saved.when
-    assert full["rows"] == [asdict(row) for row in saved.rows]
-    assert len(text) < 3000
