@@ -13,6 +13,8 @@ notebook                lesson code                                    widget
 04_memory               course.memory, course.checkpoints              -
 05_trimming             course.trimming                                widgets.trim_explorer
 06_guarded_agents       course.guards                                  widgets.approval_panel
+A1_tool_benchmarks      course.tools (bfcl, tool_count)                -
+A2_checkpoint_files     course.memory (store, prefix_cache)            -
 A4_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
 ======================  =============================================  =========================
 
