@@ -1,4 +1,4 @@
-"""Chapter 4 executed headless (scripted approvals): the lesson-carrying values of 06_guarded_agents.ipynb.
+"""Chapter 06 executed headless (scripted approvals): the lesson-carrying values of 06_guarded_agents.ipynb.
 
 Each test reads the values a cell displayed (its records: prompt sizes, the plan, the audit, the
 injection totals) or printed (fields, counts, dicts) and checks what carries the lesson: what ran
@@ -7,6 +7,8 @@ before and after each decision, which payloads got through which runtime.
 
 import ast
 import re
+
+from nbharness import NOTEBOOKS, cell_sources
 
 NOTEBOOK = "06_guarded_agents.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
@@ -211,19 +213,6 @@ def test_sandbox_runs_the_normal_program_and_stops_the_others(run):
     assert "It is not a security sandbox" in field(text, "smolagents on its executor")
 
 
-def test_the_escape_suite_finds_no_escape(run):
-    escapes = run.text("escape-suite")
-    summary = re.search(r"^escape attempts tried: (\d+), escaped: (\d+) \(measured\)", escapes)
-    assert int(summary.group(1)) >= 30 and int(summary.group(2)) == 0
-    kinds = re.findall(r"^  \[([\w -]+)\] (\d+) tried, escaped (\d+); stopped by: (.*)$", escapes,
-                       flags=re.M)
-    assert sum(int(n) for _, n, _, _ in kinds) == int(summary.group(1))
-    assert all(e == "0" for _, _, e, _ in kinds)
-    assert dict((k, by) for k, _, _, by in kinds)["format"] == "process: clean environment"
-    assert len(escapes.splitlines()) < 20  # one line per kind, not one per attempt
-    assert re.search(r"escaped: 2\b", run.text("executor-alone"))
-
-
 def test_the_quiz_and_exercises_pass_with_the_instructors_answers(run):
     assert "[passed] Quiz" in run.text("quiz-check")
     for n in range(1, 5):
@@ -258,6 +247,13 @@ LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
 
 def test_outputs_with_model_words_trajectories_or_figures_name_their_provenance_first(run):
     for cell_id in ["specialists", "plan", "lossy", "graph-stops", "scripted-policy", "reader",
-                    "naive", "guarded", "sandbox", "local-model", "escape-suite", "team-live"]:
+                    "naive", "guarded", "sandbox", "local-model", "team-live"]:
         first = run.text(cell_id).splitlines()[0]
         assert any(label in first for label in LABELS), (cell_id, first)
+
+
+def test_going_further_points_to_the_escape_suite_appendix():
+    sources = cell_sources(NOTEBOOK)
+    assert not {"escape-suite", "executor-alone"} & set(sources)  # they run in appendix A3
+    name = re.search(r"`(A3_\w+)`", sources["to-appendix-a3"]).group(1)
+    assert (NOTEBOOKS / f"{name}.ipynb").is_file(), sources["to-appendix-a3"]
