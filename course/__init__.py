@@ -15,6 +15,7 @@ notebook                lesson code                                    widget
 06_guarded_agents       course.guards                                  widgets.approval_panel
 A1_tool_benchmarks      course.tools (bfcl, tool_count)                -
 A2_checkpoint_files     course.memory (store, prefix_cache)            -
+A3_sandbox_escapes      course.guards (sandbox)                        -
 A4_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
 ======================  =============================================  =========================
 
