@@ -1,0 +1,186 @@
+"""Agent runs as OpenTelemetry spans: the note's weather replay through OpenInference's
+instrumentation and an in-memory exporter, its OTLP JSON file, and the door's verdicts."""
+
+import json
+
+import pytest
+
+from course.agents.replay import ReplayModel, local_tokenizer, replay_run
+from course.agents.spans import (
+    PROVENANCE_LABELS,
+    capture,
+    door_verdict,
+    load_spans,
+    spans_from_otlp_json,
+    uninstrument,
+)
+from course.agents.traces import RECORDINGS_DIR, load_run
+
+
+@pytest.fixture(scope="module", autouse=True)
+def instrumentation():
+    """The instrumentation is process-wide: switched off again after this module."""
+    yield
+    uninstrument()
+
+
+@pytest.fixture(scope="module")
+def weather():
+    run = load_run(RECORDINGS_DIR / "weather_note.json")
+    with capture(recording=run) as spans:
+        replay = replay_run(run)
+    return run, replay, spans
+
+
+def attrs(span):
+    return dict(span.attributes or {})
+
+
+def test_the_weather_replay_is_one_agent_three_llm_calls_and_two_searches(weather):
+    run, replay, spans = weather
+    (agent,) = spans.agents
+    assert agent.name == "CodeAgent.run" and agent.parent is None
+    assert {s.context.trace_id for s in spans} == {agent.context.trace_id}
+    steps = spans.kind("CHAIN")
+    assert [s.name for s in steps] == ["Step 1", "Step 2", "Step 3"]
+    assert all(spans.parent(s) is agent for s in steps)
+
+    llm = spans.llm_calls
+    assert len(llm) == 3
+    assert [spans.parent(s).name for s in llm] == ["Step 1", "Step 2", "Step 3"]
+    assert [attrs(s)["course.step"] for s in llm] == [1, 2, 3]
+    # the recording's figures, labelled as the recording labels them
+    assert [attrs(s)["llm.token_count.prompt"] for s in llm] == [2083, 3345, 4100]
+    assert [attrs(s)["course.token_figures"] for s in llm] == ["recorded", "derived", "recorded"]
+    assert all("llm.token_count.completion" not in attrs(s) for s in llm)  # none was published
+    # what the replay's model counted, beside them: the replay's own measured prompts
+    assert [attrs(s)["course.measured.prompt_tokens"] for s in llm] == \
+        [step.measured_input_tokens for step in replay.trace.steps]
+    assert [attrs(s)["course.measured.completion_tokens"] for s in llm] == \
+        [step.measured_output_tokens for step in replay.trace.steps]
+    assert all(attrs(s)["llm.model_name"] == run.model_id for s in llm)
+
+    searches = spans.tool_calls("web_search")
+    assert len(searches) == 2
+    assert [json.loads(attrs(s)["course.tool.arguments"]) for s in searches] == [
+        {"query": "current weather in Paris"}, {"query": "current weather in Paris, France"}]
+    assert [s.name for s in searches] == ["web_search", "web_search"]
+    assert [spans.parent(s).name for s in searches] == ["Step 1", "Step 2"]
+    assert [(attrs(s)["course.door.verdict"], attrs(s)["course.door.status"])
+            for s in searches] == [("allowed", "ok")] * 2
+    assert "13 °C, partly cloudy" in attrs(searches[1])["output.value"]
+    # behind the door, the tool object itself ran once per call
+    inner = [s for s in spans.kind("TOOL") if s.name == "OfflineWebSearchTool"]
+    assert [spans.parent(s) for s in inner] == searches
+
+    (final,) = spans.tool_calls("final_answer")
+    assert json.loads(attrs(final)["course.tool.arguments"]) == {"answer": replay.answer}
+
+    a = attrs(agent)
+    assert (a["course.provenance"], a["course.outputs"], a["course.token_figures"]) == (
+        "recorded", "reconstructed", "recorded")
+    assert (a["llm.token_count.prompt"], a["llm.token_count.completion"],
+            a["llm.token_count.total"]) == (9528, 225, 9753)
+    assert {attrs(s)["course.provenance"] for s in spans} == {"recorded"}
+    assert len(spans) == 1 + 3 + 3 + 2 + 2 + 1  # agent, steps, llm, searches, inner, final
+
+
+def test_the_tree_reads_as_the_run(weather):
+    tree = weather[2].tree().splitlines()
+    assert tree[0] == "CodeAgent.run [AGENT] tokens 9528 in / 225 out (recorded)"
+    assert tree[2] == "    ReplayModel.generate [LLM] tokens 2083 in / - out (recorded)"
+    assert tree[3] == ('    web_search [TOOL] {"query": "current weather in Paris"} '
+                       "door: allowed")
+
+
+def test_otlp_json_round_trip_keeps_spans_names_and_parents(weather, tmp_path):
+    spans = weather[2]
+    path = spans.save(tmp_path / "weather.otlp.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    (otlp_span, *_) = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert len(otlp_span["traceId"]) == 32 and len(otlp_span["spanId"]) == 16
+    int(otlp_span["traceId"], 16)  # hex, as OTLP/JSON writes ids
+    assert isinstance(otlp_span["kind"], int)
+
+    back = load_spans(path)
+    assert len(back) == len(spans) == 12
+    assert [s.name for s in back] == [s.name for s in spans]
+    assert [(s.context.span_id, s.parent.span_id if s.parent else None) for s in back] == \
+        [(s.context.span_id, s.parent.span_id if s.parent else None) for s in spans]
+    assert [back.parent(s).name if back.parent(s) else None for s in back] == \
+        [spans.parent(s).name if spans.parent(s) else None for s in spans]
+    assert [attrs(s) for s in back.llm_calls] == [attrs(s) for s in spans.llm_calls]
+    assert back.tree() == spans.tree()
+    assert back.to_otlp_json() == spans.to_otlp_json()
+
+
+def test_bad_otlp_json_names_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="not OTLP JSON"):
+        spans_from_otlp_json('{"resourceSpans": 3}')
+    path = tmp_path / "bad.json"
+    path.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}')
+    with pytest.raises(ValueError, match=r"bad\.json: .*not hex"):
+        load_spans(path)
+
+
+def test_a_scripted_run_through_the_door_shows_its_refusal():
+    from smolagents import CodeAgent
+
+    from course.agents.offline_tools import make_tools
+    from course.tools.adapters import smolagents_door
+
+    outputs = ["Thought: search.\n<code>\nprint(web_search(query=3))\n</code>",
+               "Thought: done.\n<code>\nfinal_answer('unknown')\n</code>"]
+    model = ReplayModel(outputs, model_id="scripted", tokenizer=local_tokenizer())
+    with capture(provenance="scripted") as spans:  # tools made inside: they hold the door's
+        agent = CodeAgent(tools=smolagents_door(make_tools(["web_search"])), model=model,
+                          max_steps=2, verbosity_level=-1)
+        assert agent.run("weather?") == "unknown"
+    (search,) = spans.tool_calls("web_search")
+    a = attrs(search)
+    assert (a["course.door.verdict"], a["course.door.status"]) == ("refused", "invalid_arguments")
+    assert json.loads(a["course.tool.arguments"]) == {"query": 3}
+    assert "NOT run" in a["output.value"]
+    assert spans.children(search) == []  # the door refused: the tool object never ran
+    assert {attrs(s)["course.provenance"] for s in spans} == {"scripted"}
+    assert [attrs(s)["course.token_figures"] for s in spans.llm_calls] == ["measured"] * 2
+    prompts = [attrs(s)["llm.token_count.prompt"] for s in spans.llm_calls]
+    assert prompts == model.prompt_tokens and prompts[1] > prompts[0] > 1000
+
+
+def test_a_langchain_tool_on_the_gateway_carries_needs_confirmation():
+    from course.tools.adapters import langchain_tools
+    from course.tools.gateway import ToolGateway
+    from course.tools.registry import ToolRegistry
+
+    registry = ToolRegistry()
+
+    def delete_account(user_id: str) -> str:
+        """Delete a user's account."""
+        return f"deleted {user_id}"
+
+    registry.register(delete_account, risk="critical")
+    gateway = ToolGateway(registry, grants={"agent": {"read", "critical"}})
+    (tool,) = langchain_tools(registry, executor=lambda name, arguments: gateway.execute(
+        name, arguments, subject="agent"))
+    with capture(provenance="measured") as spans:
+        message = tool.invoke({"type": "tool_call", "name": "delete_account",
+                               "args": {"user_id": "u1"}, "id": "call_1"})
+    assert message.status == "error" and message.artifact.status == "needs_confirmation"
+    (span,) = spans.tool_calls("delete_account")
+    a = attrs(span)
+    assert (a["course.door.verdict"], a["course.door.status"]) == (
+        "needs confirmation", "needs_confirmation")
+    assert json.loads(a["course.tool.arguments"]) == {"user_id": "u1"}
+    assert a["course.provenance"] == "measured"
+
+
+def test_verdicts_and_labels():
+    assert [door_verdict(s) for s in ("ok", "no_data", "bug", "not_allowed", "vetoed",
+                                      "needs_confirmation", "confirmation_denied")] == [
+        "allowed", "allowed", "allowed", "refused", "refused", "needs confirmation", "refused"]
+    assert PROVENANCE_LABELS == ("measured", "recorded", "reconstructed", "scripted")
+    with pytest.raises(ValueError, match="must be one of"), capture(provenance="live"):
+        pass
+    with pytest.raises(TypeError, match=r"traces\.Run"), capture(recording={"steps": 1}):
+        pass
