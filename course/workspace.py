@@ -19,7 +19,24 @@ outputs removed) into the student's folder (``student/`` at the repository root,
   in the student's folder that is a symlink is refused with a message, so nothing outside the
   student's folder is ever written;
 - a manifest that cannot be read is moved to ``backups/`` and rebuilt from what is on disk:
-  every notebook already there counts as the student's (kept, never overwritten).
+  every notebook already there counts as the student's (kept, never overwritten);
+- a chapter that was renamed (:data:`RENAMED`, e.g. ``05_memory`` is now ``04_memory``) is
+  moved before anything else, once the instructor folder has its new notebook, one line per file
+  saying where it is now: a notebook (or ``.new`` file) the student never changed is removed (the
+  new edition is written under the new name); one they changed is moved to the new name (and the
+  new edition goes beside it, as for any changed notebook). When a file of the new name is there
+  already (a sync that knew no renames wrote it), one the student never changed gives way; one
+  they changed stays, and theirs from the old name goes beside it as ``<new>.from-<old>.ipynb``
+  (both kept). The dated ``.new`` editions move the same way. Every move is a rename that fails
+  rather than replace a file; the only files removed are ones the student never changed.
+  The saved quiz choices beside the old notebook (``quiz_05.json``) move to the new quiz's file
+  (``quiz_04.json``, its ``"quiz"`` rewritten) or, when that file is someone else's, to
+  ``quiz_04.from-05_memory.json``; when the folder already holds the chapter that now has the old
+  number (``05_trimming.ipynb``), the quiz file may be that chapter's: it stays and a copy goes to
+  ``quiz_04.from-05_memory.json``. Quiz files trade names in a cycle (04 -> 06 -> 05 -> 04), so
+  every moved one is first put under its ``.from-`` name, then given the new name once all are out
+  of the way: no order of moves overwrites a file. Once moved, no old name is left, so the next
+  sync moves nothing.
 
 "Changed" is decided against the edition written last time: ``.edition/manifest.json`` in the
 student's folder keeps a fingerprint of each notebook as generated (the type and source of each
@@ -28,10 +45,15 @@ cell; outputs, execution counts and metadata are not the student's work and do n
 the student's notebook to ``backups/<stem>.<date-time>.ipynb`` (and the ``.new`` file beside it,
 if any, to ``backups/<stem>.new.<date-time>.ipynb``) and only then writes the fresh student
 edition in its place and removes the ``.new`` file. Dated ``.new`` editions are left alone.
+A chapter number means today's chapter (``CHAPTER=05`` is ``05_trimming``); an old name
+(``05_memory``) is refused with the new one, and restoring a number whose old chapter is still
+in the folder under its old name says where that chapter went. Backups keep the name they were
+saved under.
 
 Not handled: merging a student's edits into a new instructor edition (the two versions sit side
 by side, the student copies their answers over); notebooks the student created themselves are
-never touched, and neither is anything outside the student's folder.
+never touched (a copy such as ``05_memory-Copy1.ipynb`` keeps its old name), and neither is
+anything outside the student's folder, ``backups/`` or JupyterLab's ``.ipynb_checkpoints/``.
 """
 
 from __future__ import annotations
@@ -40,6 +62,7 @@ import argparse
 import hashlib
 import html
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -54,7 +77,10 @@ __all__ = [
     "BACKUP_DIR",
     "MANIFEST",
     "NOTEBOOKS_DIR",
+    "RENAMED",
     "STUDENT_DIR",
+    "Moved",
+    "Renamed",
     "Restored",
     "SyncAction",
     "SyncReport",
@@ -83,6 +109,28 @@ OUTCOMES = {
     "skipped": "skipped, nothing written",
 }
 STAMP = "%Y-%m-%d_%H%M%S"
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A chapter renamed: its notebook stem and its quiz id, before and after."""
+
+    old: str
+    new: str
+    old_quiz: str
+    new_quiz: str
+
+
+RENAMED: tuple[Renamed, ...] = (
+    # lessons in the order of their ideas: memory, trimming, then guarded agents; 07 an appendix
+    Renamed("04_guarded_agents", "06_guarded_agents", old_quiz="04", new_quiz="06"),
+    Renamed("05_memory", "04_memory", old_quiz="05", new_quiz="04"),
+    Renamed("06_trimming", "05_trimming", old_quiz="06", new_quiz="05"),
+    Renamed("07_teach_a_small_model", "A4_teach_a_small_model", old_quiz="07", new_quiz="A4"),
+)
+"""Every chapter renamed since students first made their copies, so that sync moves a student's
+work under an old name to the new one and restore answers an old name with the new one. Add a
+row per rename, old stem to the current one (never a chain: rewrite an old row instead)."""
 
 
 class WorkspaceError(Exception):
@@ -198,6 +246,19 @@ def _read_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 @dataclass
+class Moved:
+    """One file of a renamed chapter (:data:`RENAMED`) and where it is now, in one line."""
+
+    old: str       # its name before this sync
+    now: str       # its name now: "" when removed (nothing of the student's was in it)
+    text: str      # the line the student reads, naming both
+    problem: bool = False  # nothing was moved: ``text`` says why and the fix
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
 class SyncAction:
     """What :func:`sync_student_copy` did with one notebook."""
 
@@ -223,22 +284,25 @@ class SyncReport:
     folder: Path
     actions: list[SyncAction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # about the folder itself (the manifest)
+    moved: list[Moved] = field(default_factory=list)  # files of renamed chapters, done first
 
     def by_outcome(self, outcome: str) -> list[str]:
         return [a.notebook for a in self.actions if a.outcome == outcome]
 
     def __str__(self) -> str:
         lines = [f"student edition in {self.folder}:"]
+        lines += [f"  {m}" for m in self.moved]
         lines += [f"  {a}" for a in self.actions]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        moved = "".join(f"<p>{html.escape(str(m))}</p>" for m in self.moved)
         rows = "".join(
             f"<tr><td><code>{html.escape(a.notebook)}</code></td>"
             f"<td>{html.escape(str(a)[len(a.notebook) + 2:])}</td></tr>" for a in self.actions)
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (f"<p>Student edition in <code>{html.escape(str(self.folder))}</code></p>"
+        return (f"<p>Student edition in <code>{html.escape(str(self.folder))}</code></p>{moved}"
                 f"<table><tr><th>notebook</th><th>outcome</th></tr>{rows}</table>{notes}")
 
 
@@ -280,7 +344,9 @@ def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
     _make_folder(dest, "the student's folder")
     report = SyncReport(dest)
     manifest = _load_manifest(dest, report.notes, now)
-    for path in _instructor_notebooks(source):
+    notebooks = _instructor_notebooks(source)
+    report.moved = _move_renamed({p.stem for p in notebooks}, dest, manifest)
+    for path in notebooks:
         try:
             edition = student_edition(_read_notebook(path))
         except (ValueError, RuntimeError) as err:  # a marker nbgrader refuses: say so, go on
@@ -359,21 +425,242 @@ def _write_beside(edition: nbformat.NotebookNode, beside: Path, manifest: dict[s
     return "kept-new-dated", dated.name
 
 
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _untouched(path: Path, manifest: dict[str, str]) -> bool:
+    """Whether ``path`` is a notebook as this module last wrote it (its cells as recorded)."""
+    recorded = manifest.get(path.name)
+    try:
+        return recorded is not None and fingerprint(_read_notebook(path)) == recorded
+    except ValueError:
+        return False
+
+
+def _move(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``, which must not exist: never overwrites, even in a race."""
+    try:
+        os.link(src, dst)  # fails when dst exists
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links
+        if _exists(dst):
+            raise FileExistsError(f"{dst} exists already") from None
+        os.rename(src, dst)
+        return
+    os.unlink(src)
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file renamed over it)."""
+    tmp = _free_name(path.with_name(f".{path.name}.tmp"))
+    with open(tmp, "x", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _move_renamed(stems: set[str], dest: Path, manifest: dict[str, str]) -> list[Moved]:
+    """Move the student's files of every renamed chapter (:data:`RENAMED`) whose new notebook is
+    among the instructor ``stems`` to the new names, updating ``manifest`` (see the module doc).
+    A chapter that cannot be moved (a link, a file system error) is left as it is and named."""
+    present = {p.name for p in dest.iterdir()}  # before anything moves
+    moved: list[Moved] = []
+    quizzes: list[tuple[Renamed, str | None]] = []
+    for r in RENAMED:
+        if r.new not in stems or r.old in stems:
+            continue
+        family = [p for p in (dest / f"{r.old}.ipynb", dest / f"{r.old}.new.ipynb") if _exists(p)]
+        family += sorted(dest.glob(f"{r.old}.new.*.ipynb"))
+        if not family:
+            continue
+        try:
+            notebook_moved = _move_chapter(r, family, dest, manifest, moved)
+        except WorkspaceError as err:  # a link: checked before anything of it moved
+            moved.append(Moved(family[0].name, family[0].name, problem=True, text=(
+                f"{family[0].name} is kept as it is, not moved to {r.new}.ipynb (the chapter's "
+                f"new name): {err}")))
+            continue
+        if notebook_moved:  # the saved quiz beside the old notebook moves with it
+            owner = next((s for s in sorted(stems) if _number(s) == r.old_quiz), None)
+            quizzes.append((r, owner if owner and f"{owner}.ipynb" in present else None))
+    _move_quizzes(quizzes, dest, moved)
+    return moved
+
+
+def _move_chapter(r: Renamed, family: list[Path], dest: Path, manifest: dict[str, str],
+                  moved: list[Moved]) -> bool:
+    """Move the files of one renamed chapter: ``<old>.ipynb``, ``<old>.new.ipynb`` and the dated
+    ``<old>.new.<date>.ipynb`` (each to the same name with ``r.new``), appending to ``moved``.
+    Returns whether ``<old>.ipynb`` was there and is moved (or removed). A link among them is a
+    :class:`WorkspaceError` before anything moves; a file that cannot be moved is named in
+    ``moved`` and left where it is."""
+    plans = []
+    for old in family:
+        new = dest / f"{r.new}{old.name[len(r.old):]}"
+        _refuse_links(dest, old)
+        _refuse_links(dest, new)
+        plans.append((old, new))
+    notebook_moved = False
+    for old, new in plans:
+        try:
+            moved.append(_move_one(r, old, new, dest, manifest))
+        except OSError as err:
+            moved.append(Moved(old.name, old.name, problem=True, text=(
+                f"{old.name} is kept as it is, not moved (the chapter is now {r.new}): "
+                f"{type(err).__name__}: {err}; fix that (e.g. ask for write permission on "
+                f"{dest}) and run sync again")))
+            continue
+        notebook_moved = notebook_moved or old.name == f"{r.old}.ipynb"
+    return notebook_moved
+
+
+def _move_one(r: Renamed, old: Path, new: Path, dest: Path, manifest: dict[str, str]) -> Moved:
+    """Move one file of a renamed chapter from ``old`` to ``new`` (see the module doc)."""
+    notebook = old.name == f"{r.old}.ipynb"
+    tracked = notebook or old.name == f"{r.old}.new.ipynb"  # dated editions never are
+    if tracked and _untouched(old, manifest):  # nothing of the student's in it
+        old.unlink()
+        del manifest[old.name]
+        if notebook:
+            return Moved(old.name, new.name, (f"{old.name} is now {new.name} (you had not "
+                                              "changed it: the new edition takes its place)"))
+        return Moved(old.name, "", (f"{old.name} is removed (an edition of {r.old} you had not "
+                                    f"changed; the chapter is now {r.new}.ipynb)"))
+    instead = ""
+    if _exists(new) and tracked and _untouched(new, manifest):
+        new.unlink()  # an edition this module wrote, unchanged: sync writes it again beside
+        manifest.pop(new.name)
+        instead = f", in place of the {new.name} you had not changed"
+    if not _exists(new):
+        _move(old, new)
+        recorded = manifest.pop(old.name, None)
+        if recorded is not None:  # else it counts as the student's, as a rebuilt manifest does
+            manifest[new.name] = recorded
+        return Moved(old.name, new.name, f"{old.name} is now {new.name} (your work kept{instead})")
+    side = _free_name(dest / f"{r.new}.from-{r.old}{old.name[len(r.old):]}")
+    _move(old, side)
+    manifest.pop(old.name, None)
+    return Moved(old.name, side.name, (
+        f"{old.name} is now {side.name} (your work kept; {new.name}, which you changed too, is "
+        "kept as it is: both are yours, copy your answers from one to the other)"))
+
+
+def _saved_quiz(path: Path, quiz_id: str) -> tuple[dict | None, str]:
+    """The saved choices of quiz ``quiz_id`` in ``path``, or None and why they are not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return None, f"it cannot be read: {type(err).__name__}: {str(err)[:120]}"
+    if not (isinstance(data, dict) and isinstance(data.get("answers"), dict)):
+        return None, 'it is not {"quiz": ..., "answers": {...}}'
+    if data.get("quiz") != quiz_id:
+        return None, f'its "quiz" is {str(data.get("quiz"))[:40]!r}, not {quiz_id!r}'
+    return data, ""
+
+
+def _move_quizzes(quizzes: list[tuple[Renamed, str | None]], dest: Path,
+                  moved: list[Moved]) -> None:
+    """Move each renamed chapter's saved quiz choices, ``quiz_<old id>.json``, to
+    ``quiz_<new id>.json`` with its ``"quiz"`` rewritten (see the module doc). ``quizzes`` pairs
+    each rename with the chapter that now has the old number when the folder held it already
+    (then the file may be that chapter's: it stays, a copy is made). Ids trade places in a cycle,
+    so every file first goes to its ``.from-`` name and only then to the new one."""
+    claimed: list[tuple[Renamed, Path, Path]] = []
+    for r, owner in quizzes:
+        old = dest / f"quiz_{r.old_quiz}.json"
+        if not _exists(old):
+            continue
+        side = _free_name(dest / f"quiz_{r.new_quiz}.from-{r.old}.json")
+        try:
+            _refuse_links(dest, old)
+            if owner is None:
+                _move(old, side)
+                claimed.append((r, old, side))
+                continue
+            data, _ = _saved_quiz(old, r.old_quiz)
+            if data is None:
+                shutil.copyfile(old, side)  # as it is: copyfile does not follow into side
+            else:
+                with open(side, "x", encoding="utf-8") as f:
+                    json.dump({**data, "quiz": r.new_quiz}, f, indent=1)
+        except (WorkspaceError, OSError) as err:
+            moved.append(Moved(old.name, old.name, problem=True, text=(
+                f"{old.name} is kept as it is (your answers to the quiz of {r.old}, now "
+                f"{r.new}, may be in it): {err}")))
+            continue
+        moved.append(Moved(old.name, old.name, (
+            f"{old.name} is kept as it is (it may hold your answers to {owner}'s quiz) and copied "
+            f"to {side.name} for {r.new} (was {r.old}): if it held {r.old}'s answers, use "
+            f"the copy as quiz_{r.new_quiz}.json")))
+    for r, old, side in claimed:  # all moved out of the way: now the new names
+        target = dest / f"quiz_{r.new_quiz}.json"
+        data, why = _saved_quiz(side, r.old_quiz)
+        if data is None:
+            moved.append(Moved(old.name, side.name, (
+                f"{old.name} is now {side.name}, as it was ({why}, so it is not the saved quiz "
+                f"of {r.old}; {target.name} is left to {r.new})")))
+            continue
+        text = json.dumps({**data, "quiz": r.new_quiz}, indent=1)
+        try:
+            with open(target, "x", encoding="utf-8") as f:
+                f.write(text)
+        except FileExistsError:
+            try:
+                _replace_text(side, text)
+            except OSError as err:
+                moved.append(Moved(old.name, side.name, problem=True, text=(
+                    f"{old.name} is now {side.name}, as it was (your quiz answers for {r.old}, "
+                    f"now {r.new}; its \"quiz\" could not be rewritten: {err})")))
+                continue
+            moved.append(Moved(old.name, side.name, (
+                f"{old.name} is now {side.name} (your quiz answers for {r.new}, was {r.old}; "
+                f"{target.name} exists already and is kept as it is: to use these answers "
+                "instead, replace it with this file)")))
+            continue
+        except OSError as err:
+            moved.append(Moved(old.name, side.name, problem=True, text=(
+                f"{old.name} is now {side.name}, as it was (your quiz answers for {r.old}, now "
+                f"{r.new}; they could not be written to {target.name}: {err}; to use them, "
+                f"rename the file to {target.name} and set its \"quiz\" to \"{r.new_quiz}\")")))
+            continue
+        side.unlink()
+        moved.append(Moved(old.name, target.name,
+                           f"{old.name} is now {target.name} (your quiz answers for {r.new})"))
+
+
 def _find_chapter(source: Path, chapter: str) -> Path:
     """The instructor notebook named by ``chapter``: its number ("03", "3"), stem or file name."""
     key = chapter.removesuffix(".ipynb")
     notebooks = _instructor_notebooks(source)
     for path in notebooks:
-        number = path.stem.split("_", 1)[0]
-        # numbers compared as digits without leading zeros: "3" is "03" (no int(): a chapter
-        # argument of thousands of digits is just no chapter)
-        if key in (path.stem, number) or (key.isdigit() and number.isdigit()
-                                          and key.lstrip("0") == number.lstrip("0")):
+        if key == path.stem or _same_number(key, _number(path.stem)):
             return path
+    stems = {p.stem for p in notebooks}
+    hint = ""
+    for r in RENAMED:
+        if r.new not in stems:
+            continue
+        if key == r.old:
+            raise ValueError(f"{r.old} is now {r.new}: make restore CHAPTER={_number(r.new)}")
+        if _same_number(key, _number(r.old)):  # a number no chapter has any more
+            hint = f" ({r.old} is now {r.new}: make restore CHAPTER={_number(r.new)})"
     names = ", ".join(p.stem for p in notebooks)
     shown = repr(chapter) if len(chapter) <= 60 else (
         f"{chapter[:40]!r}... ({len(chapter)} characters)")
-    raise ValueError(f"no chapter {shown}: choose one of {names} (e.g. CHAPTER=03)")
+    raise ValueError(f"no chapter {shown}: choose one of {names} (e.g. CHAPTER=03){hint}")
+
+
+def _number(stem: str) -> str:
+    """A chapter's number (or appendix letter and number): what comes before the first ``_``."""
+    return stem.split("_", 1)[0]
+
+
+def _same_number(key: str, number: str) -> bool:
+    """Whether ``key`` names chapter ``number``: as it is, or as digits without leading zeros
+    ("3" is "03"; no int(): an argument of thousands of digits is just no chapter)."""
+    return key == number or (key.isdigit() and number.isdigit()
+                             and key.lstrip("0") == number.lstrip("0"))
 
 
 def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
@@ -418,6 +705,14 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
     manifest.pop(beside.name, None)
     manifest[path.name] = fingerprint(edition)
     _write_manifest(dest, manifest)
+    stems = {p.stem for p in _instructor_notebooks(source)}
+    for r in RENAMED:  # the number meant another chapter when this folder was made
+        if (_number(r.old) == _number(path.stem) and r.old not in stems
+                and _exists(dest / f"{r.old}.ipynb")):
+            notes.append(f"CHAPTER={_number(path.stem)} is {path.stem} now; your {r.old}.ipynb "
+                         f"is left as it is: that chapter is now {r.new} (make lab moves your "
+                         f"work to {r.new}.ipynb, make restore CHAPTER={_number(r.new)} starts "
+                         "it over)")
     return Restored(target, backup, beside_backup, notes)
 
 

@@ -1,14 +1,24 @@
 """Contract cases of the student's copy (course/workspace.py): nothing the student wrote is lost,
 every bad file skips its own chapter with a message naming it and the fix, nothing is written
-outside the student's folder. Table tests on copies of chapters 00 and 05 in temporary folders."""
+outside the student's folder; a folder made under the old chapter names keeps every file it held.
+Table tests on copies of chapters 00 and 05 (and the renamed chapters) in temporary folders."""
 
+import json
 import shutil
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from test_workspace import old_and_new
 
-from course.workspace import MANIFEST, WorkspaceError, main, restore_chapter, sync_student_copy
+from course.workspace import (
+    MANIFEST,
+    RENAMED,
+    WorkspaceError,
+    main,
+    restore_chapter,
+    sync_student_copy,
+)
 from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -294,3 +304,93 @@ def test_a_chapter_argument_thousands_of_characters_long_is_no_chapter(folders, 
     assert code == 2 and "no chapter" in err and f"({len(chapter)} characters)" in err
     assert "choose one of 00_start_here, 05_trimming" in err and len(err) < 400
     assert _snapshot(dest) == before
+
+
+# ------------------------------------- (5) a folder made under the old chapter names (RENAMED)
+
+
+@pytest.mark.contract("data loss")
+def test_old_new_files_move_with_their_chapter(tmp_path):
+    """05_memory.new.ipynb untouched (an old edition: removed), 04_guarded_agents.new.ipynb
+    changed (the student's: moved, the next edition dated beside it), a dated old edition moved."""
+    new, old, dest = old_and_new(tmp_path)
+    for r in RENAMED[:2]:  # 04_guarded_agents and 05_memory: changed, then a newer old edition
+        append_to_first_cell(dest / f"{r.old}.ipynb", f"my work in {r.old}")
+        append_to_first_cell(old / f"{r.old}.ipynb", "old edition 2")
+    sync_student_copy(old, dest)
+    append_to_first_cell(dest / "04_guarded_agents.new.ipynb", "my work in the .new")
+    append_to_first_cell(old / "04_guarded_agents.ipynb", "old edition 3")
+    sync_student_copy(old, dest, now=WHEN)
+    dated = "04_guarded_agents.new.2026-12-01_030405.ipynb"
+    assert (dest / dated).exists()
+    report = sync_student_copy(new, dest, now=datetime(2026, 12, 2))
+    assert not (dest / "05_memory.new.ipynb").exists()
+    assert "05_memory.new.ipynb is removed (an edition of 05_memory you had not changed" in \
+        str(report)
+    assert "my work in 05_memory" in notebook_text(dest / "04_memory.ipynb")
+    assert "my work in 04_guarded_agents" in notebook_text(dest / "06_guarded_agents.ipynb")
+    assert "my work in the .new" in notebook_text(dest / "06_guarded_agents.new.ipynb")
+    assert "old edition 3" in notebook_text(dest / "06_guarded_agents.new.2026-12-01_030405.ipynb")
+    assert f"{dated} is now 06_guarded_agents.new.2026-12-01_030405.ipynb" in str(report)
+    today = dest / "06_guarded_agents.new.2026-12-02_000000.ipynb"  # the .new is theirs
+    assert "old edition" not in notebook_text(today) and "my work" not in notebook_text(today)
+    assert not [p for p in dest.iterdir() if p.name.startswith(("04_guarded", "05_memory"))]
+
+
+@pytest.mark.contract("data loss")
+@pytest.mark.parametrize("content", [PNG, b'{"quiz": "99", "answers": {}}', b"[1, 2]"],
+                         ids=["png", "another-quiz-id", "a-list"])
+def test_a_quiz_file_that_is_not_the_old_chapters_is_moved_as_it_is(tmp_path, content):
+    new, _, dest = old_and_new(tmp_path)
+    (dest / "quiz_06.json").write_bytes(content)   # beside the old 06_trimming
+    (dest / "quiz_05.json").write_text('{"quiz": "05", "answers": {"q1": "c"}}')
+    report = sync_student_copy(new, dest)
+    side = dest / "quiz_05.from-06_trimming.json"
+    assert side.read_bytes() == content
+    assert "quiz_06.json is now quiz_05.from-06_trimming.json, as it was" in str(report)
+    assert not (dest / "quiz_05.json").exists() and not (dest / "quiz_06.json").exists()
+    assert json.loads((dest / "quiz_04.json").read_text()) == {"quiz": "04",
+                                                                "answers": {"q1": "c"}}
+
+
+@pytest.mark.contract("data loss")
+def test_an_old_notebook_that_is_a_link_stays_and_nothing_is_overwritten(tmp_path):
+    new, _, dest = old_and_new(tmp_path)
+    outside = tmp_path / "outside.ipynb"
+    shutil.move(dest / "05_memory.ipynb", outside)
+    before = outside.read_bytes()
+    (dest / "05_memory.ipynb").symlink_to(outside)
+    (dest / "quiz_05.json").write_text('{"quiz": "05", "answers": {"q1": "c"}}')
+    (dest / "quiz_06.json").write_text('{"quiz": "06", "answers": {"q1": "d"}}')
+    report = sync_student_copy(new, dest)
+    line = next(str(m) for m in report.moved if m.problem)
+    assert "05_memory.ipynb is kept as it is, not moved to 04_memory.ipynb" in line
+    assert "is a link" in line and "run this again" in line
+    assert outside.read_bytes() == before and (dest / "05_memory.ipynb").is_symlink()
+    # Its quiz file stays with it; the one moving onto quiz_05.json goes beside it instead.
+    assert json.loads((dest / "quiz_05.json").read_text())["answers"] == {"q1": "c"}
+    assert json.loads((dest / "quiz_05.from-06_trimming.json").read_text()) == {
+        "quiz": "05", "answers": {"q1": "d"}}
+    assert "quiz_05.json exists already and is kept as it is" in str(report)
+
+
+@pytest.mark.contract("data loss")
+@pytest.mark.parametrize("case", ["unreadable-notebook", "lost-manifest"])
+def test_what_cannot_be_told_apart_counts_as_the_students_and_is_moved(tmp_path, case):
+    new, _, dest = old_and_new(tmp_path)
+    if case == "unreadable-notebook":
+        _truncate(dest / "05_memory.ipynb")
+    else:
+        (dest / MANIFEST).unlink()
+    before = {r.old: (dest / f"{r.old}.ipynb").read_bytes() for r in RENAMED}
+    report = sync_student_copy(new, dest)
+    moved = [r for r in RENAMED if (dest / f"{r.new}.ipynb").exists()
+             and (dest / f"{r.new}.ipynb").read_bytes() == before[r.old]]
+    if case == "unreadable-notebook":
+        assert moved == [RENAMED[1]]
+        assert "05_memory.ipynb is now 04_memory.ipynb (your work kept)" in str(report)
+        line = next(str(a) for a in report.actions if a.notebook == "04_memory.ipynb")
+        assert "make restore CHAPTER=04" in line  # the usual message, under the new name
+    else:  # no record of what was written: every old notebook is kept as the student's
+        assert moved == list(RENAMED)
+        assert all((dest / f"{r.new}.new.ipynb").exists() for r in RENAMED)

@@ -1,7 +1,9 @@
 """The student's copy: generated on first use, a student's edits never overwritten, restore backs
-up first. Runs on copies of two real chapters (00 and 06) in temporary folders."""
+up first; a folder made under the old chapter names moves to the new ones, nothing lost. Runs on
+copies of real chapters (00 and 05; the renamed ones) in temporary folders."""
 
 import json
+import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -9,8 +11,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.grading import leaked_solution_lines
-from course.workspace import MANIFEST, fingerprint, restore_chapter, sync_student_copy
+from course.grading import leaked_solution_lines, student_edition
+from course.quiz import Question, Quiz, answer_key
+from course.workspace import (
+    MANIFEST,
+    RENAMED,
+    fingerprint,
+    main,
+    restore_chapter,
+    sync_student_copy,
+)
 from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,3 +160,177 @@ def test_a_chapter_that_cannot_be_generated_is_reported_and_the_rest_written(fol
     assert report.by_outcome("failed") == ["05_trimming.ipynb"]
     assert not (dest / "05_trimming.ipynb").exists()
     assert "05_trimming.ipynb: not written" in str(report)
+
+
+# ------------------------------------------- a student folder made under the old chapter names
+
+
+def old_and_new(tmp_path: Path, names: tuple[str, ...] = ()) -> tuple[Path, Path, Path]:
+    """The instructor folder today (the renamed chapters under their new names), the same
+    chapters under their old names as an earlier edition ("old edition of <old>" in the first
+    cell, so the two editions differ), and the student's folder made by syncing the old one.
+    ``names``: old stems also kept in today's folder, as a sync that knew no renames saw them."""
+    new, old, dest = tmp_path / "new", tmp_path / "old", tmp_path / "student"
+    new.mkdir()
+    old.mkdir()
+    for r in RENAMED:
+        shutil.copy(ROOT / "notebooks" / f"{r.new}.ipynb", new / f"{r.new}.ipynb")
+        shutil.copy(ROOT / "notebooks" / f"{r.new}.ipynb", old / f"{r.old}.ipynb")
+        append_to_first_cell(old / f"{r.old}.ipynb", f"old edition of {r.old}")
+    sync_student_copy(old, dest)
+    if names:
+        both = tmp_path / "both"
+        shutil.copytree(new, both)
+        for stem in names:
+            shutil.copy(old / f"{stem}.ipynb", both / f"{stem}.ipynb")
+        sync_student_copy(both, dest)
+    return new, old, dest
+
+
+def save_quiz(dest: Path, quiz_id: str, answers: dict[str, str]) -> None:
+    """Quiz choices as the widget saves them beside the notebook (course.quiz.Quiz.save)."""
+    (dest / f"quiz_{quiz_id}.json").write_text(json.dumps({"quiz": quiz_id, "answers": answers}))
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder``, the edition record included, by its path inside it."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def edition_of(source: Path, stem: str) -> str:
+    """The cells' text of today's student edition of ``stem``."""
+    return "\n".join(c.source for c in student_edition(
+        nbformat.read(source / f"{stem}.ipynb", as_version=4)).cells)
+
+
+def saved_by(quiz_id: str, dest: Path) -> dict:
+    """What the chapter's quiz widget reads back from ``dest`` (its "quiz" must be its id)."""
+    question = Question("q1", "?", {"a": "x", "b": "y"}, key=answer_key(quiz_id, "q1", "a"),
+                        why="")
+    return Quiz(quiz_id, [question]).saved(dest)
+
+
+# Old answers, told apart by value: quiz id -> the saved choices of the old chapter.
+OLD_ANSWERS = {"04": {"q1": "b", "q2": "c"}, "05": {"q1": "c", "q2": "a"},
+               "06": {"q1": "d", "q2": "d"}, "07": {"q1": "a", "q2": "b"}}
+
+
+def test_the_table_of_renames_matches_the_notebooks():
+    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+    olds, news = {r.old for r in RENAMED}, {r.new for r in RENAMED}
+    assert news <= stems and not olds & stems and not olds & news  # no chains, no reuse
+    for r in RENAMED:
+        assert r.old.split("_", 1)[0] == r.old_quiz and r.new.split("_", 1)[0] == r.new_quiz
+        assert f'Quiz(\\"{r.new_quiz}\\"' in (ROOT / "notebooks" / f"{r.new}.ipynb").read_text()
+
+
+@pytest.mark.parametrize("order", ["table", "reversed"])
+def test_work_under_the_old_names_moves_to_the_new_names(tmp_path, monkeypatch, order):
+    new, _, dest = old_and_new(tmp_path)
+    if order == "reversed":  # no order of the moves overwrites anything
+        monkeypatch.setattr("course.workspace.RENAMED", tuple(reversed(RENAMED)))
+    append_to_first_cell(dest / "05_memory.ipynb", "my memory work")
+    append_to_first_cell(dest / "04_guarded_agents.ipynb", "my guarded work")
+    for quiz_id, answers in OLD_ANSWERS.items():
+        save_quiz(dest, quiz_id, answers)
+    report = sync_student_copy(new, dest)
+
+    # Changed: the student's text under the new name, today's edition beside it.
+    assert "my memory work" in notebook_text(dest / "04_memory.ipynb")
+    assert "my guarded work" in notebook_text(dest / "06_guarded_agents.ipynb")
+    for stem in ("04_memory", "06_guarded_agents"):
+        assert notebook_text(dest / f"{stem}.new.ipynb") == edition_of(new, stem)
+    # Unchanged: simply today's edition under the new name.
+    for stem in ("05_trimming", "A4_teach_a_small_model"):
+        assert notebook_text(dest / f"{stem}.ipynb") == edition_of(new, stem)
+    # No old name is left, in a notebook or a quiz file.
+    left = [p.name for p in dest.iterdir() if any(p.name.startswith(r.old) for r in RENAMED)]
+    assert left == [] and not (dest / "quiz_07.json").exists()
+    # The quiz choices follow their chapter through the cycle 04 -> 06 -> 05 -> 04.
+    assert saved_by("04", dest) == OLD_ANSWERS["05"]
+    assert saved_by("05", dest) == OLD_ANSWERS["06"]
+    assert saved_by("06", dest) == OLD_ANSWERS["04"]
+    assert saved_by("A4", dest) == OLD_ANSWERS["07"]
+    # One line per file, naming where it was and where it is.
+    text = str(report)
+    for line in ("05_memory.ipynb is now 04_memory.ipynb (your work kept)",
+                 "04_guarded_agents.ipynb is now 06_guarded_agents.ipynb (your work kept)",
+                 "06_trimming.ipynb is now 05_trimming.ipynb (you had not changed it",
+                 "07_teach_a_small_model.ipynb is now A4_teach_a_small_model.ipynb (you had not",
+                 "quiz_05.json is now quiz_04.json", "quiz_04.json is now quiz_06.json",
+                 "quiz_06.json is now quiz_05.json", "quiz_07.json is now quiz_A4.json"):
+        assert line in text
+    assert len(report.moved) == 8 and not any(m.problem for m in report.moved)
+    # A second sync changes nothing and moves nothing.
+    before = files(dest)
+    again = sync_student_copy(new, dest)
+    assert again.moved == [] and files(dest) == before
+
+
+def test_old_and_new_files_side_by_side_are_both_kept(tmp_path):
+    """A sync that knew no renames wrote today's notebooks beside the old ones; the student
+    worked in some of both. Nothing is overwritten; every piece of work is found afterwards."""
+    new, _, dest = old_and_new(tmp_path, names=tuple(r.old for r in RENAMED))
+    work = {"05_memory.ipynb": "old memory work", "04_memory.ipynb": "new memory work",
+            "04_guarded_agents.ipynb": "old guarded work", "05_trimming.ipynb": "new trim work"}
+    for name, words in work.items():
+        append_to_first_cell(dest / name, words)
+    for quiz_id in ("04", "05", "07"):
+        save_quiz(dest, quiz_id, OLD_ANSWERS[quiz_id])
+    save_quiz(dest, "A4", {"q1": "c"})
+    quiz_before = {n: (dest / n).read_bytes() for n in ("quiz_04.json", "quiz_05.json",
+                                                         "quiz_A4.json")}
+    report = sync_student_copy(new, dest)
+
+    # Both changed: each kept, the old one under the new stem beside the other.
+    assert "new memory work" in notebook_text(dest / "04_memory.ipynb")
+    side = dest / "04_memory.from-05_memory.ipynb"
+    assert "old memory work" in notebook_text(side)
+    assert "05_memory.ipynb is now 04_memory.from-05_memory.ipynb (your work kept; " \
+           "04_memory.ipynb, which you changed too, is kept as it is" in str(report)
+    # The old one changed, the new one as written: the student's work takes the new name and
+    # today's edition goes beside it, as for any changed notebook.
+    assert "old guarded work" in notebook_text(dest / "06_guarded_agents.ipynb")
+    assert notebook_text(dest / "06_guarded_agents.new.ipynb") == edition_of(new,
+                                                                             "06_guarded_agents")
+    assert "in place of the 06_guarded_agents.ipynb you had not changed" in str(report)
+    # Untouched old copies are gone; the changed new one is as the student left it.
+    assert not (dest / "06_trimming.ipynb").exists()
+    assert not (dest / "07_teach_a_small_model.ipynb").exists()
+    assert "new trim work" in notebook_text(dest / "05_trimming.ipynb")
+    for words in work.values():  # every piece of work somewhere in the folder
+        assert any(words in notebook_text(p) for p in dest.glob("*.ipynb")), words
+    # quiz_04/05.json may be today's 04/05 as well: they stay, copies are made under the new ids.
+    for name, data in quiz_before.items():
+        assert (dest / name).read_bytes() == data
+    assert json.loads((dest / "quiz_04.from-05_memory.json").read_text()) == {
+        "quiz": "04", "answers": OLD_ANSWERS["05"]}
+    assert json.loads((dest / "quiz_06.from-04_guarded_agents.json").read_text()) == {
+        "quiz": "06", "answers": OLD_ANSWERS["04"]}
+    # quiz_07.json is no chapter's today; quiz_A4.json is the student's: both kept.
+    assert not (dest / "quiz_07.json").exists() and saved_by("A4", dest) == {"q1": "c"}
+    assert json.loads((dest / "quiz_A4.from-07_teach_a_small_model.json").read_text()) == {
+        "quiz": "A4", "answers": OLD_ANSWERS["07"]}
+    assert "quiz_07.json is now quiz_A4.from-07_teach_a_small_model.json" in str(report)
+    assert "quiz_A4.json exists already and is kept as it is" in str(report)
+    before = files(dest)
+    assert sync_student_copy(new, dest).moved == [] and files(dest) == before
+
+
+def test_restore_takes_todays_numbers_and_refuses_an_old_name(tmp_path, capsys):
+    new, _, dest = old_and_new(tmp_path)
+    append_to_first_cell(dest / "05_memory.ipynb", "my memory work")
+    with pytest.raises(ValueError, match="05_memory is now 04_memory: make restore CHAPTER=04"):
+        restore_chapter("05_memory", new, dest)
+    assert main(["--source", str(new), "--dest", str(dest), "restore", "05_memory.ipynb"]) == 2
+    assert "05_memory is now 04_memory: make restore CHAPTER=04" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="07_teach_a_small_model is now A4_teach_a_small_model"):
+        restore_chapter("07", new, dest)
+    # CHAPTER=05 is today's 05; the old 05 is left as it is, and the note says where it went.
+    restored = restore_chapter("05", new, dest)
+    assert restored.notebook == dest / "05_trimming.ipynb"
+    assert "my memory work" in notebook_text(dest / "05_memory.ipynb")
+    assert "your 05_memory.ipynb is left as it is: that chapter is now 04_memory" in str(restored)
+    sync_student_copy(new, dest)
+    assert "my memory work" in notebook_text(dest / "04_memory.ipynb")
