@@ -132,9 +132,10 @@ def test_a_scripted_run_through_the_door_shows_its_refusal():
     outputs = ["Thought: search.\n<code>\nprint(web_search(query=3))\n</code>",
                "Thought: done.\n<code>\nfinal_answer('unknown')\n</code>"]
     model = ReplayModel(outputs, model_id="scripted", tokenizer=local_tokenizer())
-    with capture(provenance="scripted") as spans:  # tools made inside: they hold the door's
-        agent = CodeAgent(tools=smolagents_door(make_tools(["web_search"])), model=model,
-                          max_steps=2, verbosity_level=-1)
+    uninstrument()  # the agent and its tools are made with nothing instrumented
+    agent = CodeAgent(tools=smolagents_door(make_tools(["web_search"])), model=model,
+                      max_steps=2, verbosity_level=-1)
+    with capture(provenance="scripted") as spans:
         assert agent.run("weather?") == "unknown"
     (search,) = spans.tool_calls("web_search")
     a = attrs(search)
@@ -173,6 +174,46 @@ def test_a_langchain_tool_on_the_gateway_carries_needs_confirmation():
         "needs confirmation", "needs_confirmation")
     assert json.loads(a["course.tool.arguments"]) == {"user_id": "u1"}
     assert a["course.provenance"] == "measured"
+
+
+def test_a_langgraph_graph_made_before_the_capture_shows_each_call_and_verdict():
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from course.tools.adapters import langchain_tools
+    from course.tools.registry import ToolRegistry
+
+    uninstrument()  # the graph and its tools are made with nothing instrumented
+    registry = ToolRegistry()
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    registry.register(get_weather)
+    calls = [{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"},
+             {"name": "get_weather", "args": {"town": "Paris"}, "id": "c2"}]
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", lambda state: {"messages": [AIMessage("", tool_calls=calls)]})
+    graph.add_node("tools", ToolNode(langchain_tools(registry)))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    with capture(provenance="scripted") as spans:
+        out = app.invoke({"messages": [("user", "weather?")]})
+    assert out["messages"][-2].content == "sunny in Paris"
+    (root,) = [s for s in spans if s.parent is None]
+    assert root.name == "LangGraph" and attrs(root)["openinference.span.kind"] == "CHAIN"
+    assert [s.name for s in spans.children(root)] == ["model", "tools"]
+    tools = spans.tool_calls("get_weather")
+    assert [spans.parent(s).name for s in tools] == ["tools", "tools"]
+    found = sorted((attrs(s)["course.tool.arguments"], attrs(s)["course.door.verdict"],
+                    attrs(s)["course.door.status"]) for s in tools)
+    assert found == [('{"city": "Paris"}', "allowed", "ok"),
+                     ('{"town": "Paris"}', "refused", "invalid_arguments")]
+    assert {attrs(s)["course.provenance"] for s in spans} == {"scripted"}
 
 
 def test_verdicts_and_labels():

@@ -38,8 +38,7 @@ OpenTelemetry's own OTLP protobuf encoder, with ids in hex as OTLP/JSON asks.
 Not handled: metrics and logs; sampling (every span is kept); sending spans anywhere
 (:func:`add_span_processor` takes any exporter's processor, e.g. an OTLP exporter towards a
 Phoenix or a collector); streaming runs' recorded figures; recorded figures of managed agents
-(one agent per recording); door verdicts of tools made before :func:`instrument` ran (the
-tool holds the door's method it was given).
+(one agent per recording).
 """
 
 from __future__ import annotations
@@ -253,7 +252,13 @@ def _wrap_course_models(smol: Any) -> None:
 
 
 def _wrap_doors() -> None:
-    """Wrap the door's entry points so that a TOOL span learns the door's verdict."""
+    """Wrap the door's steps so that a TOOL span learns the door's verdict.
+
+    The steps are the methods a call looks up when it is made (the registry's ``admit`` and
+    ``run``, the gateway's ``_record`` of every outcome), so tools made before :func:`instrument`
+    report their verdicts too; ``execute`` is wrapped as well, for the calls it refuses before
+    ``admit`` (arguments it cannot read). The last verdict of a call is the one its span keeps:
+    the gateway's, after the registry's."""
     if _WRAPPED_DOORS:
         return
     from wrapt import FunctionWrapper
@@ -261,8 +266,8 @@ def _wrap_doors() -> None:
     from course.tools.gateway import ToolGateway
     from course.tools.registry import ToolRegistry
 
-    for owner, name in ((ToolRegistry, "execute"), (ToolGateway, "execute"),
-                        (ToolGateway, "approve"), (ToolGateway, "deny")):
+    for owner, name in ((ToolRegistry, "execute"), (ToolRegistry, "admit"),
+                        (ToolRegistry, "run"), (ToolGateway, "_record")):
         original = owner.__dict__[name]
         _WRAPPED_DOORS.append((owner, name, original))
         setattr(owner, name, FunctionWrapper(original, _door_wrapper))
