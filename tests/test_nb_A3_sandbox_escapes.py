@@ -1,83 +1,78 @@
 """Appendix A3, the sandbox escape suite: the outputs that carry the lesson, read from one offline
 run of A3_sandbox_escapes.ipynb. The suite's own behaviour (every attempt, each layer) is unit
 tested in test_sandbox.py; here the notebook must show it: nothing escapes, each kind of trick is
-stopped by the layer its prose names, and the executor alone lets str.format through."""
-
-import ast
-import re
+stopped by the layer its prose names, and the executor alone lets str.format through. Assertions
+read the values of the records the cells display (``run.record``), not their printed prose."""
 
 NOTEBOOK = "A3_sandbox_escapes.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
 
 
-def kinds(text: str) -> dict[str, tuple[int, int, str]]:
-    """The per-kind lines of the escape-suite cell: kind -> (tried, escaped, stopped by)."""
-    rows = re.findall(r"^  \[([\w -]+)\] (\d+) tried, escaped (\d+); stopped by: (.*)$", text,
-                      flags=re.M)
-    return {kind: (int(n), int(e), by) for kind, n, e, by in rows}
+def kinds(run) -> dict[str, tuple[int, int, list[str]]]:
+    """The escape-suite cell's kinds of trick: kind -> (tried, escaped, the layers that stopped it)."""
+    return {k["kind"]: (k["tried"], k["escaped"], k["stopped_by"])
+            for k in run.record("escape-suite")["kinds"]}
 
 
 def test_the_suite_is_shown_with_three_routes_to_one_secret(run):
-    text = run.text("suite")
-    total = int(re.match(r"the suite: (\d+) programs written by the course, not by a model",
-                         text).group(1))
-    goals = ast.literal_eval(re.search(r"^by goal: (\{.*\})$", text, flags=re.M).group(1))
+    suite = run.record("suite")
+    total, goals = suite["size"], suite["by_goal"]
     assert total >= 30 and sum(goals.values()) == total
     assert set(goals) == {"read-secret", "write-file", "run-command", "exhaust", "alter-host"}
-    shown = re.findall(r"^\[([\w -]+)\] (.+) \(goal: ([\w-]+)\)$", text, flags=re.M)
+    shown = [(a["kind"], a["name"], a["goal"]) for a in suite["shown"]]
     assert shown == [("os", "os.environ", "read-secret"),
                      ("dunder", "print.__self__", "read-secret"),
                      ("module walk", "random._os", "read-secret")]
-    assert "{SECRET_FILE}" in text and "COURSE_SANDBOX_CANARY" in text
+    code = "\n".join(a["code"] for a in suite["shown"])
+    assert "{SECRET_FILE}" in code and "COURSE_SANDBOX_CANARY" in code
+    text = run.text("suite")  # the student reads the three programs in full
+    assert all(a["code"] in text for a in suite["shown"])
 
 
 def test_the_escape_suite_finds_no_escape(run):
-    escapes = run.text("escape-suite")
-    summary = re.search(r"^escape attempts tried: (\d+), escaped: (\d+) \(measured\)", escapes)
-    assert int(summary.group(1)) >= 30 and int(summary.group(2)) == 0
-    kinds = re.findall(r"^  \[([\w -]+)\] (\d+) tried, escaped (\d+); stopped by: (.*)$", escapes,
-                       flags=re.M)
-    assert sum(int(n) for _, n, _, _ in kinds) == int(summary.group(1))
-    assert all(e == "0" for _, _, e, _ in kinds)
-    assert dict((k, by) for k, _, _, by in kinds)["format"] == "process: clean environment"
-    assert len(escapes.splitlines()) < 20  # one line per kind, not one per attempt
-    assert re.search(r"escaped: 2\b", run.text("executor-alone"))
+    escapes = run.record("escape-suite")
+    assert escapes["tried"] >= 30 and escapes["escaped"] == 0 and escapes["note"] == "(measured)"
+    by_kind = kinds(run)
+    assert sum(n for n, _, _ in by_kind.values()) == escapes["tried"]
+    assert all(e == 0 for _, e, _ in by_kind.values())
+    assert by_kind["format"][2] == ["process: clean environment"]
+    assert len(run.text("escape-suite").splitlines()) < 20  # one line per kind, not per attempt
+    assert run.record("executor-alone")["escaped"] == 2
 
 
 def test_each_layer_stops_what_the_prose_says(run):
-    text = run.text("escape-suite")
-    tried = int(re.search(r"^escape attempts tried: (\d+)", text, flags=re.M).group(1))
-    stopped = ast.literal_eval(re.search(r"^stopped by: (\{.*\})$", text, flags=re.M).group(1))
+    escapes = run.record("escape-suite")
+    tried, stopped = escapes["tried"], escapes["stopped_by"]
     assert sum(stopped.values()) == tried
     assert stopped["executor refused"] > tried / 2  # "most attempts never reached their trick"
-    by_kind = kinds(text)
+    by_kind = kinds(run)
     for kind in ("os", "subprocess", "builtins", "io", "dunder", "module walk", "import hook",
                  "native"):
-        assert by_kind[kind][2] == "executor refused", (kind, by_kind[kind])
-    assert by_kind["alter-host"][2] == "process: own copy"
-    resources = by_kind["resources"][2]  # the layers, joined by ", " (one holds a comma)
-    assert "process limit (memory)" in resources and "process limit (timeout)" in resources
-    for layer in ("process limit (memory)", "process limit (timeout)", "program failed, no effect"):
-        resources = resources.replace(layer, "")
-    assert resources.strip(", ") == "", by_kind["resources"]
+        assert by_kind[kind][2] == ["executor refused"], (kind, by_kind[kind])
+    assert by_kind["alter-host"][2] == ["process: own copy"]
+    resources = set(by_kind["resources"][2])
+    assert {"process limit (memory)", "process limit (timeout)"} <= resources
+    assert resources <= {"process limit (memory)", "process limit (timeout)",
+                         "program failed, no effect"}, by_kind["resources"]
 
 
 def test_the_prose_counts_are_the_runs(run):
-    text = run.text("escape-suite")
-    tried = int(re.search(r"^escape attempts tried: (\d+)", text, flags=re.M).group(1))
+    tried = run.record("escape-suite")["tried"]
     prose = {c.get("id"): c.source for c in run.nb.cells if c.cell_type == "markdown"}
     for cell_id in ("title", "what-zero-means", "summary"):
         assert f"{tried} programs" in prose[cell_id], cell_id
     words = {11: "eleven", 10: "ten", 12: "twelve"}
-    assert f"{words.get(len(kinds(text)))} kinds" in prose["summary"], len(kinds(text))
+    assert f"{words.get(len(kinds(run)))} kinds" in prose["summary"], len(kinds(run))
 
 
 def test_the_executor_alone_lets_both_format_walks_read_the_secret(run):
-    text = run.text("executor-alone")
-    assert text.splitlines()[0] == ("escape attempts tried: 2, escaped: 2 <- executor alone, "
-                                    "environment passed to the child")
-    assert re.findall(r"^  (.+): escaped=(\w+)$", text, flags=re.M) == [
-        ("str.format attribute walk", "True"), ("str.format_map attribute walk", "True")]
+    leaky = run.record("executor-alone")
+    assert (leaky["tried"], leaky["escaped"]) == (2, 2)
+    assert leaky["note"] == "<- executor alone, environment passed to the child"
+    assert [(r["name"], r["escaped"]) for r in leaky["results"]] == [
+        ("str.format attribute walk", True), ("str.format_map attribute walk", True)]
+    first = run.text("executor-alone").splitlines()[0]  # the setting, where the student reads it
+    assert first.endswith("<- executor alone, environment passed to the child"), first
 
 
 def test_no_output_is_a_wall_of_text(run):

@@ -34,15 +34,20 @@ import os
 import secrets
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from course.records import Record
 
 __all__ = [
     "EscapeAttempt",
     "EscapeReport",
     "EscapeResult",
+    "EscapeSummary",
     "SandboxRun",
+    "SuiteSample",
     "escape_attempts",
     "run_escape_suite",
     "run_sandboxed",
@@ -210,8 +215,12 @@ class EscapeResult:
 
 
 @dataclass
-class EscapeReport:
-    """All attempts of a suite, with the counts the chapter prints."""
+class EscapeReport(Record):
+    """All attempts of a suite, with the counts the chapter prints.
+
+    Displayed, it shows one line per attempt and the summary; its values (:meth:`record`) are
+    the counts, the layers that stopped the attempts, one row per kind of trick and one per
+    attempt. :meth:`by_kind` and :meth:`by_attempt` show the same values in fewer lines."""
 
     results: list[EscapeResult] = field(default_factory=list)
 
@@ -242,6 +251,86 @@ class EscapeReport:
 
     def summary(self) -> str:
         return f"escape attempts tried: {self.tried}, escaped: {self.escaped}"
+
+    def stopped_by(self) -> dict[str, int]:
+        """How many attempts each layer stopped, in the order the layers first appear."""
+        return dict(Counter(r.stopped_by for r in self.results))
+
+    def kinds(self) -> list[dict[str, Any]]:
+        """Per kind of trick, in the suite's order: attempts, escapes, the layers that stopped them."""
+        rows = []
+        for kind in dict.fromkeys(r.attempt.kind for r in self.results):
+            of_kind = [r for r in self.results if r.attempt.kind == kind]
+            rows.append({"kind": kind, "tried": len(of_kind),
+                         "escaped": sum(r.escaped for r in of_kind),
+                         "stopped_by": sorted({r.stopped_by for r in of_kind})})
+        return rows
+
+    def record(self) -> dict[str, Any]:
+        return {"tried": self.tried, "escaped": self.escaped, "stopped_by": self.stopped_by(),
+                "kinds": self.kinds(),
+                "results": [{"kind": r.attempt.kind, "name": r.attempt.name,
+                             "goal": r.attempt.goal, "status": r.run.status,
+                             "stopped_by": r.stopped_by, "escaped": r.escaped}
+                            for r in self.results]}
+
+    def by_kind(self, note: str = "") -> EscapeSummary:
+        """The summary with ``note``, the count per layer, and one line per kind of trick."""
+        return EscapeSummary(self, note, "kind")
+
+    def by_attempt(self, note: str = "") -> EscapeSummary:
+        """The summary with ``note``, and one line per attempt: its name and whether it escaped."""
+        return EscapeSummary(self, note, "attempt")
+
+
+@dataclass
+class EscapeSummary(Record):
+    """An :class:`EscapeReport` shown in a few lines (``per`` kind of trick, or per attempt), with
+    a note after its summary (a provenance label, the setting it ran with); its values are the
+    report's, with the note."""
+
+    report: EscapeReport
+    note: str = ""
+    per: Literal["kind", "attempt"] = "kind"
+
+    def record(self) -> dict[str, Any]:
+        return {**self.report.record(), "note": self.note}
+
+    def __str__(self) -> str:
+        lines = [f"{self.report.summary()} {self.note}".rstrip()]
+        if self.per == "attempt":
+            lines += [f"  {r.attempt.name}: escaped={r.escaped}" for r in self.report.results]
+        else:
+            lines.append(f"stopped by: {self.report.stopped_by()}")
+            lines += [f"  [{k['kind']}] {k['tried']} tried, escaped {k['escaped']}; "
+                      f"stopped by: {', '.join(k['stopped_by'])}" for k in self.report.kinds()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+@dataclass
+class SuiteSample(Record):
+    """A suite before it runs: its size, its attempts per goal, and a few programs in full."""
+
+    size: int
+    by_goal: dict[str, int]
+    shown: list[EscapeAttempt]
+
+    @classmethod
+    def of(cls, suite: list[EscapeAttempt], names: list[str]) -> SuiteSample:
+        """``suite`` counted by goal, with the attempts called ``names`` shown in full."""
+        by_name = {a.name: a for a in suite}
+        return cls(len(suite), dict(Counter(a.goal for a in suite)),
+                   [by_name[name] for name in names])
+
+    def __str__(self) -> str:
+        lines = [f"the suite: {self.size} programs written by the course, not by a model",
+                 f"by goal: {self.by_goal}"]
+        lines += [f"\n[{a.kind}] {a.name} (goal: {a.goal})\n{a.code}" for a in self.shown]
+        return "\n".join(lines)
+
+    __repr__ = __str__
 
 
 def escape_attempts(marker: str, secret_file: str) -> list[EscapeAttempt]:
