@@ -1,8 +1,7 @@
 """Appendix A2, a conversation's checkpoint file, two writers and prefix reuse, executed: each test
-reads the values a cell computed (its displayed records, or parsed fields), not the constants it
+reads the values a cell computed (its displayed records, ``run.record``), not the constants it
 prints. The sections came from chapter 04's Going further, with their tests."""
 
-import re
 
 import nbformat
 
@@ -13,18 +12,15 @@ MEASURED = "measured, SmolLM2-135M-Instruct (bundled)"
 
 
 def test_sqlite_conversation_survives_a_new_process(run):
-    assert int(re.search(r"written by this kernel: (\d+)", run.text("sqlite-write")).group(1)) == 4
-    text = run.text("sqlite-restart")
-    assert int(re.search(r"read by a new process: (\d+) messages", text).group(1)) == 4
-    assert re.search(r"identical to what was written: True \| messages lost: 0", text)
+    assert run.record("sqlite-write")["messages"] == 4
+    read = run.record("sqlite-restart")
+    assert (read["written"], read["read"], read["identical"], read["lost"]) == (4, 4, True, 0)
 
 
 def test_concurrent_threads_are_isolated(run):
-    text = run.text("concurrent")
-    assert len(re.findall(r"exactly what was sent: True", text)) == 2
-    calls, mixed = map(int, re.search(r"(\d+) model calls; prompts that contain both "
-                                      r"conversations: (\d+)", text).groups())
-    assert (calls, mixed) == (4, 0)
+    check = run.record("concurrent")
+    assert [t["exactly_sent"] for t in check["threads"]] == [True, True]
+    assert (check["calls"], check["mixed"]) == (4, 0)
 
 
 def test_two_writers_lose_turns_only_without_the_guard(run):
@@ -56,17 +52,16 @@ def test_database_grows_faster_than_the_turns_and_pruning_shrinks_it(run):
 
 
 def test_prefix_reuse_outputs_identical_on_every_turn(run):
-    text = run.text("prefix-reuse")
-    assert text.startswith("probe model: ")
-    rows = [line.split() for line in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s+\d+", line)]
-    assert [int(r[0]) for r in rows] == list(range(1, 5))  # DEFAULT_TURNS[:4] in the cell
-    assert all(r[-1] == "yes" for r in rows)
-    cached = [int(r[2]) for r in rows]
-    prompts = [int(r[1]) for r in rows]
+    assert run.text("prefix-reuse").startswith("probe model: ")
+    reuse = run.record("prefix-reuse")
+    turns = reuse["turns"]
+    assert [t["turn"] for t in turns] == list(range(1, 5))  # DEFAULT_TURNS[:4] in the cell
+    assert all(t["identical"] for t in turns)
+    cached = [t["reused_tokens"] for t in turns]
+    prompts = [t["prompt_tokens"] for t in turns]
     assert cached[0] == 0 and all(0 < c < p for c, p in zip(cached[1:], prompts[1:], strict=True))
     assert prompts == sorted(prompts)
-    same, total = map(int, re.search(r"identical token for token on (\d+) of (\d+)", text).groups())
-    assert same == total == 4
+    assert reuse["identical"] == len(turns) == 4
     assert run.has_image("prefix-plot")
 
 

@@ -28,10 +28,11 @@ import inspect
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from course.cli import whole_number
+from course.records import Record
 from course.tools.constrained import common_prefix_length  # chapter 01's; re-exported here
 
 __all__ = [
@@ -92,8 +93,11 @@ class TurnTiming:
 
 
 @dataclass
-class PrefixReuseReport:
-    """All turns of one measurement, with a table, a summary line and a plot."""
+class PrefixReuseReport(Record):
+    """All turns of one measurement, with a table, a summary line and a plot.
+
+    Displayed, it shows the table and the summary; its values (:meth:`record`) are each turn's
+    measurement and the number of turns whose outputs were identical."""
 
     turns: list[TurnTiming] = field(default_factory=list)
     model_name: str = ""
@@ -101,6 +105,16 @@ class PrefixReuseReport:
     @property
     def all_identical(self) -> bool:
         return bool(self.turns) and all(t.identical for t in self.turns)
+
+    def record(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "turns": [asdict(t) for t in self.turns],
+                "identical": sum(t.identical for t in self.turns),
+                "all_identical": self.all_identical}
+
+    def __str__(self) -> str:
+        return f"{self.table()}\n{self.summary()}"
+
+    __repr__ = __str__
 
     def table(self) -> str:
         """A fixed-width table, one row per turn."""

@@ -48,7 +48,11 @@ from course.records import Record, json_safe
 __all__ = [
     "GrowthRow",
     "GrowthTable",
+    "IsolationCheck",
+    "ReadBack",
     "ScriptedEcho",
+    "ThreadCheck",
+    "ThreadWritten",
     "TwoWriters",
     "WriterReport",
     "append_turns",
@@ -134,6 +138,82 @@ def run_threads_concurrently(app: Any, conversations: dict[str, list[str]]) -> d
     _run_together([lambda t=tid, turns=list(turns): worker(t, turns)
                    for tid, turns in conversations.items()])
     return replies
+
+
+@dataclass
+class ThreadWritten(Record):
+    """How many messages this kernel wrote to a thread of a checkpoint file."""
+
+    thread: str
+    messages: int
+    file: str
+
+    def __str__(self) -> str:
+        return f"written by this kernel: {self.messages} messages to {self.file}"
+
+    __repr__ = __str__
+
+
+@dataclass
+class ReadBack(Record):
+    """A thread read back by another process (``{type, content}`` dicts), against the
+    ``written`` messages of this kernel: ``identical`` says whether types and contents match,
+    ``label`` is the provenance of its ai messages."""
+
+    written: int
+    read: list[dict]
+    identical: bool
+    label: str
+
+    @property
+    def lost(self) -> int:
+        return self.written - len(self.read)
+
+    def record(self) -> dict:
+        return {"written": self.written, "read": len(self.read), "identical": self.identical,
+                "lost": self.lost, "label": self.label,
+                "messages": [[m["type"], m["content"]] for m in self.read]}
+
+    def __str__(self) -> str:
+        lines = [f"read by a new process: {len(self.read)} messages (the ai messages: {self.label})"]
+        lines += [f"{m['type']:>6}: {m['content']}" for m in self.read]
+        lines.append(f"identical to what was written: {self.identical} | messages lost: {self.lost}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+@dataclass
+class ThreadCheck:
+    """One thread of a file after concurrent runs: its saved messages, its user messages, whether
+    they are exactly what was sent, and the replies."""
+
+    thread: str
+    saved: int
+    user_messages: list[str]
+    exactly_sent: bool
+    replies: list[str]
+
+    def __str__(self) -> str:
+        return (f"thread {self.thread!r}: {self.saved} saved messages; its user messages "
+                f"{self.user_messages}; exactly what was sent: {self.exactly_sent}\n"
+                f"   replies: {self.replies}")
+
+
+@dataclass
+class IsolationCheck(Record):
+    """Threads run at once on one file: each thread's check, the model calls, and how many
+    prompts held more than one conversation (``mixed``)."""
+
+    threads: list[ThreadCheck]
+    calls: int
+    mixed: int
+
+    def __str__(self) -> str:
+        return "\n".join([*map(str, self.threads), f"{self.calls} model calls; prompts that "
+                           f"contain both conversations: {self.mixed}"])
+
+    __repr__ = __str__
 
 
 # --- two writers on one thread --------------------------------------------------------------
