@@ -133,9 +133,9 @@ def bundled_copy(empty_cache, monkeypatch):
             (copy / path.name).symlink_to(path)  # read only; never written by these tests
         else:
             shutil.copy2(path, copy / path.name)
-    models._load.cache_clear()  # a bundled model loaded from the real cache is not this copy
+    models.load_model_on.cache_clear()  # a bundled model loaded from the real cache is not this copy
     yield copy
-    models._load.cache_clear()  # nor is this one, for the tests after
+    models.load_model_on.cache_clear()  # nor is this one, for the tests after
 
 
 BUNDLED_BROKEN = {

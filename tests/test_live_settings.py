@@ -119,23 +119,40 @@ def test_models_answer_read_and_reported(fake_models_endpoint, monkeypatch):
     assert "does not list 'zzz'" in models.describe_models().problem
 
 
-def test_a_server_that_never_answers_is_bounded(monkeypatch):
-    """A server that accepts and never replies: the request times out, retried once."""
+@pytest.mark.slow
+def test_a_server_that_never_answers_is_a_clear_error_within_60_s(monkeypatch):
+    """A server that accepts and never replies, with the default COURSE_SERVER_TIMEOUT: both
+    libraries' calls end, retry included, in under 60 s, with an error naming the URL."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from smolagents.models import ChatMessage, MessageRole
+
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    port = sock.getsockname()[1]
-    monkeypatch.setenv("COURSE_MODEL", f"http://127.0.0.1:{port}/v1#m")
-    monkeypatch.setenv("COURSE_SERVER_TIMEOUT", "1")
-    chat = models.chat_model()
-    assert chat.max_retries == models.REQUEST_RETRIES and chat.request_timeout == 1.0
+    sock.listen(8)  # the kernel accepts; nothing ever answers
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    monkeypatch.setenv("COURSE_MODEL", url + "#m")
+    monkeypatch.delenv("COURSE_SERVER_TIMEOUT", raising=False)
+    chat = models.chat_model(custom_get_token_ids=lambda text: [])
     agent = models.smolagents_model()
-    assert agent.client_kwargs["timeout"] == 1.0
-    start = time.perf_counter()
-    with pytest.raises(Exception, match=r"(?i)timed? ?out"):
-        chat.invoke("hi")
-    assert time.perf_counter() - start < 60  # a hung server: seconds, not a retry loop of minutes
+    assert chat.max_retries == models.REQUEST_RETRIES == agent.client_kwargs["max_retries"]
+    attempt = models.CallBudget(models.REQUEST_TIMEOUT_S).attempt
+    assert chat.request_timeout == attempt == agent.client_kwargs["timeout"]
+    message = [ChatMessage(role=MessageRole.USER, content=[{"type": "text", "text": "hi"}])]
+
+    def timed(call):
+        start = time.monotonic()
+        with pytest.raises(models.ServerError) as caught:
+            call()
+        return time.monotonic() - start, str(caught.value)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(timed, [lambda: chat.invoke("hi"),
+                                         lambda: agent.generate(message)]))
     sock.close()
+    for elapsed, text in results:
+        assert f"COURSE_MODEL={url!r}" in text and "timeout" in text and "Fix:" in text, text
+        assert elapsed < 60, f"{elapsed:.1f} s: {text}"
 
 
 def test_server_token_counter_never_downloads(monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from course import models
-from course.settings import CourseSettingError, ModelChoice
+from course.settings import BUNDLED, CourseSettingError, ModelChoice
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc/self/maps and /proc/self/smaps")
@@ -111,5 +111,5 @@ def test_the_memory_guard_runs_before_any_weight_is_read(monkeypatch):
                         classmethod(lambda cls, *a, **k: read.append(a)))
     monkeypatch.setattr(psutil, "virtual_memory", lambda: type("vm", (), {"available": 10**8}))
     with pytest.raises(CourseSettingError, match="Nothing was loaded"):
-        models._load.__wrapped__(ModelChoice("bundled", models.BUNDLED), "cpu")
+        models.load_model_on.__wrapped__(ModelChoice("bundled", BUNDLED), "cpu")
     assert read == []

@@ -79,10 +79,10 @@ def kernel_agent_model(local: Any, max_new_tokens: int = MAX_NEW_TOKENS) -> Any:
     ends each call at its first complete code block (chapter 02's bounded live runs). The cache
     is ``.prefix`` (a :class:`~course.tools.constrained.PrefixCache`, kept on the first call)."""
     from course.agents.live import prefix_reusing
-    from course.models import _shared_transformers_model_class
+    from course.models.for_smolagents import SharedTransformersModel
     from course.tools.constrained import PrefixCache
 
-    model = _shared_transformers_model_class()(local, max_new_tokens=max_new_tokens)
+    model = SharedTransformersModel(local, max_new_tokens=max_new_tokens)
     return prefix_reusing(model, PrefixCache(local), first_block=True)
 
 

@@ -146,14 +146,14 @@ def fresh_base() -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from course.models import LocalModel, _tokenizer_at, transformers_source
+    from course.models import LocalModel, tokenizer_at, transformers_source
     from course.settings import ModelChoice
 
     choice = ModelChoice("bundled", "bundled")
     source = transformers_source(choice)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     model.eval()
-    tokenizer = _tokenizer_at(source)
+    tokenizer = tokenizer_at(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return LocalModel(model, tokenizer, choice, source)
