@@ -441,7 +441,7 @@ def check_kept(kept: list[str], before: dict, after: dict) -> list[str]:
     return changes
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--venv", type=Path, default=ROOT / ".venv-colab",
@@ -468,10 +468,155 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.timeout <= 86400:
         parser.error(f"--timeout {args.timeout}: give the seconds one cell may run, from 1 to "
                      f"86400 (default {DEFAULT_TIMEOUT_S}).")
+    return args
 
-    source = args.source.resolve()
+
+def _kept_packages_off(venv: Path, runtime_file: Path) -> tuple[list[str], dict, list[str]]:
+    """(the kept package names, what the venv has, the kept ones that differ from the file)."""
+    pins, kept = runtime_pins(runtime_file)
+    before = installed(venv)
+    off = [f"{before[n][0] if n in before else n} {before[n][1] if n in before else '(absent)'}"
+           f" (the file says {pins[n]})" for n in kept
+           if n not in before or not same_version(before[n][1], pins[n])]
+    return kept, before, off
+
+
+def _run_readme_cell(kernel: Kernel, cell: str, venv: Path, failures: list[str]) -> dict:
+    """(c) the README's cell in the kernel; its commands and failures reported."""
+    setup = kernel.execute("readme-cell", cells=[PREAMBLE, cell, REPORT])
+    outputs = setup.get("stdout", [])
+    info = tagged(outputs[0], "MIRROR-KERNEL") if outputs else None
+    if info:
+        say(f"kernel: {info['python']} (Python {info['version']}, IPython {info['IPython']}, "
+            f"ipykernel {info['ipykernel']})")
+    commands = (tagged(outputs[2], "MIRROR-COMMANDS") if len(outputs) > 2 else None) or []
+    for command in commands:
+        shown = command["command"].replace(str(venv_python(venv)), "python")
+        say(f"  {shown[:90]}: {command['seconds']:.1f} s, exit {command['exit_code']}")
+        if command["exit_code"] not in (0, None):
+            failures.append(f"README cell: `{shown[:90]}` exited {command['exit_code']}")
+    say(f"README cell: {'ran' if setup['ok'] else 'FAILED'} in {setup['seconds']:.1f} s")
+    if not setup["ok"]:
+        failures.append("README cell: " + failure_text(setup))
+        print(failure_text(setup), flush=True)
+    elif not commands:
+        failures.append("README cell: it ran no %pip or ! command")
+    return setup
+
+
+def _run_doctor(venv: Path, env: dict[str, str], work: Path, failures: list[str]) -> None:
+    doctor_start = time.perf_counter()
+    doctor = subprocess.run([str(venv_python(venv)), "-m", "course", "doctor"], env=env,
+                            cwd=work, capture_output=True, text=True, check=False)
+    summary = (doctor.stdout.strip().splitlines() or ["(no output)"])[-1]
+    say(f"python -m course doctor: exit {doctor.returncode} in "
+        f"{time.perf_counter() - doctor_start:.1f} s: {summary}")
+    if doctor.returncode != 0:
+        print(doctor.stdout + doctor.stderr, flush=True)
+        failures.append(f"python -m course doctor exited {doctor.returncode}: {summary}")
+
+
+def _report_kept(kept: list[str], before: dict, after: dict, failures: list[str]) -> None:
+    """(d) the kept packages: unchanged, or a failure naming each change."""
+    changed = check_kept(kept, before, after)
+    for line in changed:
+        say(f"FAILED: the workbook's install changed Colab's {line}")
+        failures.append(f"kept package changed: {line}")
+    if not changed:
+        say("kept packages unchanged: " + ", ".join(f"{after[n][0]} {after[n][1]}"
+                                                    for n in kept))
+    moved = [f"{after[n][0]} {before[n][1]} -> {after[n][1]}" for n in sorted(after)
+             if n in before and before[n][1] != after[n][1] and n not in kept]
+    if moved:
+        say(f"upgraded by the install (allowed): {', '.join(moved)}")
+
+
+def _run_notebooks(kernel: Kernel, notebooks: list[Path], jobs: int,
+                   failures: list[str]) -> tuple[int, int]:
+    """(e) every notebook, ``jobs`` at a time: (passed, failed)."""
+    if jobs > 1:  # two kernels on two cores: one torch thread each, or they fight
+        kernel.env = {**kernel.env, "COURSE_TORCH_THREADS": "1"}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(lambda nb: kernel.execute(nb.stem, notebook=nb), notebooks))
+    passed = failed = 0
+    for notebook, result in zip(notebooks, results, strict=True):
+        status = "passed" if result["ok"] else "FAILED"
+        say(f"{notebook.name:<28} {result['seconds']:7.1f} s  {status}")
+        if result["ok"]:
+            passed += 1
+        else:
+            failed += 1
+            print(failure_text(result), flush=True)
+            failures.append(f"{notebook.name}: {failure_text(result).splitlines()[0]}")
+    return passed, failed
+
+
+def _mirror(args: argparse.Namespace, source: Path, notebooks: list[Path], work: Path,
+            temporary: bool) -> int:
+    """Phases (a) to (e) in ``work``; 0 when all passed."""
     venv = args.venv if args.venv.is_absolute() else Path.cwd() / args.venv
     runtime_file = source / RUNTIME_FILE
+    failures: list[str] = []
+    # (a) and (b)
+    start = time.perf_counter()
+    try:
+        what = prepare_venv(venv, args.python, runtime_file)
+    except MirrorError as err:
+        say(f"FAILED to prepare the venv: {err}")
+        print(f"0 passed, {len(notebooks)} failed", flush=True)
+        return 1
+    say(f"venv {venv}: {what} in {time.perf_counter() - start:.1f} s")
+    kept, before, off = _kept_packages_off(venv, runtime_file)
+    if off:
+        say("FAILED: the venv is not Colab's runtime: " + "; ".join(off))
+        print(f"0 passed, {len(notebooks)} failed", flush=True)
+        return 1
+    say("kept packages, before: " + ", ".join(f"{before[n][0]} {before[n][1]}" for n in kept))
+
+    # (c) the README's cell, verbatim but for the source
+    stub = None if args.no_colab_stub else make_colab_stub(work)
+    env = kernel_environment(venv, work, work / "cache", stub)
+    kernel = Kernel(venv, work, env, args.timeout)
+    try:
+        cell, address = readme_cell(source / "README.md", str(source))
+    except MirrorError as err:
+        say(f"FAILED: {err}")
+        print(f"0 passed, {len(notebooks)} failed", flush=True)
+        return 1
+    say(f'README cell: WORKBOOK_SOURCE "{address}" replaced by "{source}" (the clone under '
+        "test); the rest of the cell is run as written")
+    if stub is not None:
+        say(f"google.colab: an empty stand-in on the kernel's PYTHONPATH ({stub})")
+    setup = _run_readme_cell(kernel, cell, venv, failures)
+    _run_doctor(venv, env, work, failures)
+
+    # (d) the kept packages
+    after = installed(venv)
+    _report_kept(kept, before, after, failures)
+
+    # (e) every notebook
+    installed_here = "agents-workbook" in after
+    if setup["ok"] and not installed_here:
+        failures.append("the README cell ran, but agents-workbook is not installed in the venv")
+    if not setup["ok"] or not installed_here:
+        say("the set-up failed: the notebooks are not run")
+        passed, failed = 0, len(notebooks)
+    else:
+        passed, failed = _run_notebooks(kernel, notebooks, args.jobs, failures)
+    if failures:
+        say("failures:")
+        for line in failures:
+            say(f"  {line}")
+        if not temporary:
+            say(f"executed notebooks: {work / 'executed'}")
+    say(f"total {time.perf_counter() - start:.1f} s")
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failures or failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    source = args.source.resolve()
     notebooks = sorted((source / "notebooks").glob("*.ipynb"))
     if args.notebooks:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(p) for p in args.notebooks)]
@@ -481,114 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     temporary = args.cache is None
     work = Path(tempfile.mkdtemp(prefix="colab-mirror-")) if temporary else args.cache.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    failures: list[str] = []
-    passed = failed = 0
     try:
-        # (a) and (b)
-        start = time.perf_counter()
-        try:
-            what = prepare_venv(venv, args.python, runtime_file)
-        except MirrorError as err:
-            say(f"FAILED to prepare the venv: {err}")
-            print(f"0 passed, {len(notebooks)} failed", flush=True)
-            return 1
-        say(f"venv {venv}: {what} in {time.perf_counter() - start:.1f} s")
-        pins, kept = runtime_pins(runtime_file)
-        before = installed(venv)
-        off = [f"{before[n][0] if n in before else n} {before[n][1] if n in before else '(absent)'}"
-               f" (the file says {pins[n]})" for n in kept
-               if n not in before or not same_version(before[n][1], pins[n])]
-        if off:
-            say("FAILED: the venv is not Colab's runtime: " + "; ".join(off))
-            print(f"0 passed, {len(notebooks)} failed", flush=True)
-            return 1
-        say("kept packages, before: " + ", ".join(f"{before[n][0]} {before[n][1]}" for n in kept))
-
-        # (c) the README's cell, verbatim but for the source
-        stub = None if args.no_colab_stub else make_colab_stub(work)
-        env = kernel_environment(venv, work, work / "cache", stub)
-        kernel = Kernel(venv, work, env, args.timeout)
-        try:
-            cell, address = readme_cell(source / "README.md", str(source))
-        except MirrorError as err:
-            say(f"FAILED: {err}")
-            print(f"0 passed, {len(notebooks)} failed", flush=True)
-            return 1
-        say(f'README cell: WORKBOOK_SOURCE "{address}" replaced by "{source}" (the clone under '
-            "test); the rest of the cell is run as written")
-        if stub is not None:
-            say(f"google.colab: an empty stand-in on the kernel's PYTHONPATH ({stub})")
-        setup = kernel.execute("readme-cell", cells=[PREAMBLE, cell, REPORT])
-        outputs = setup.get("stdout", [])
-        info = tagged(outputs[0], "MIRROR-KERNEL") if outputs else None
-        if info:
-            say(f"kernel: {info['python']} (Python {info['version']}, IPython {info['IPython']}, "
-                f"ipykernel {info['ipykernel']})")
-        commands = (tagged(outputs[2], "MIRROR-COMMANDS") if len(outputs) > 2 else None) or []
-        for command in commands:
-            shown = command["command"].replace(str(venv_python(venv)), "python")
-            say(f"  {shown[:90]}: {command['seconds']:.1f} s, exit {command['exit_code']}")
-            if command["exit_code"] not in (0, None):
-                failures.append(f"README cell: `{shown[:90]}` exited {command['exit_code']}")
-        say(f"README cell: {'ran' if setup['ok'] else 'FAILED'} in {setup['seconds']:.1f} s")
-        if not setup["ok"]:
-            failures.append("README cell: " + failure_text(setup))
-            print(failure_text(setup), flush=True)
-        elif not commands:
-            failures.append("README cell: it ran no %pip or ! command")
-        doctor_start = time.perf_counter()
-        doctor = subprocess.run([str(venv_python(venv)), "-m", "course", "doctor"], env=env,
-                                cwd=work, capture_output=True, text=True, check=False)
-        summary = (doctor.stdout.strip().splitlines() or ["(no output)"])[-1]
-        say(f"python -m course doctor: exit {doctor.returncode} in "
-            f"{time.perf_counter() - doctor_start:.1f} s: {summary}")
-        if doctor.returncode != 0:
-            print(doctor.stdout + doctor.stderr, flush=True)
-            failures.append(f"python -m course doctor exited {doctor.returncode}: {summary}")
-
-        # (d) the kept packages
-        after = installed(venv)
-        changed = check_kept(kept, before, after)
-        for line in changed:
-            say(f"FAILED: the workbook's install changed Colab's {line}")
-            failures.append(f"kept package changed: {line}")
-        if not changed:
-            say("kept packages unchanged: " + ", ".join(f"{after[n][0]} {after[n][1]}"
-                                                        for n in kept))
-        moved = [f"{after[n][0]} {before[n][1]} -> {after[n][1]}" for n in sorted(after)
-                 if n in before and before[n][1] != after[n][1] and n not in kept]
-        if moved:
-            say(f"upgraded by the install (allowed): {', '.join(moved)}")
-
-        # (e) every notebook
-        if setup["ok"] and "agents-workbook" not in after:
-            failures.append("the README cell ran, but agents-workbook is not installed in the venv")
-        if not setup["ok"] or "agents-workbook" not in after:
-            say("the set-up failed: the notebooks are not run")
-            failed = len(notebooks)
-        else:
-            if args.jobs > 1:  # two kernels on two cores: one torch thread each, or they fight
-                kernel.env = {**kernel.env, "COURSE_TORCH_THREADS": "1"}
-            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-                results = list(pool.map(lambda nb: kernel.execute(nb.stem, notebook=nb), notebooks))
-            for notebook, result in zip(notebooks, results, strict=True):
-                status = "passed" if result["ok"] else "FAILED"
-                say(f"{notebook.name:<28} {result['seconds']:7.1f} s  {status}")
-                if result["ok"]:
-                    passed += 1
-                else:
-                    failed += 1
-                    print(failure_text(result), flush=True)
-                    failures.append(f"{notebook.name}: {failure_text(result).splitlines()[0]}")
-        if failures:
-            say("failures:")
-            for line in failures:
-                say(f"  {line}")
-            if not temporary:
-                say(f"executed notebooks: {work / 'executed'}")
-        say(f"total {time.perf_counter() - start:.1f} s")
-        print(f"{passed} passed, {failed} failed", flush=True)
-        return 1 if failures or failed else 0
+        return _mirror(args, source, notebooks, work, temporary)
     finally:
         if temporary:
             shutil.rmtree(work, ignore_errors=True)
