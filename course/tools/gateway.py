@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from course.records import Record, json_safe
 from course.tools.registry import (
     REFUSALS,
     RISK_CLASSES,
@@ -131,8 +132,8 @@ class AuditRecord:
 
 
 @dataclass
-class AuditLog:
-    """Every decision the gateway made, in order."""
+class AuditLog(Record):
+    """Every decision the gateway made, in order (displayed: the table, and its records as values)."""
 
     records: list[AuditRecord] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -195,6 +196,12 @@ class AuditLog:
 
     def __repr__(self) -> str:
         return f"AuditLog({len(self.records)} records)\n{self}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"records": [json_safe(r) for r in self.records]}
 
 
 _MAX_DEPTH = 50

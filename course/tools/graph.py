@@ -38,6 +38,14 @@ def react_graph(tools: Sequence[Any], model: Any) -> Any:
     return graph.compile()
 
 
+def transcript_values(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """What :func:`transcript` shows, as values: each message's type, text and tool calls."""
+    return [{"type": m.type,
+             "content": m.content if isinstance(m.content, str) else json.dumps(m.content, default=str),
+             "calls": [{"name": c["name"], "args": c["args"]} for c in getattr(m, "tool_calls", None) or []]}
+            for m in messages]
+
+
 def transcript(messages: Sequence[Any], width: int = 160) -> str:
     """One line per message: its type, its text (cut at ``width``) and any tool calls it made."""
     lines = []
