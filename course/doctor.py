@@ -383,3 +383,65 @@ def report() -> bool:
     result = doctor_report()
     print(result)
     return result.ok
+
+
+# --- what the first notebook shows after the report: the models at work ---------------------
+
+@dataclass(frozen=True)
+class FirstAnswer(Record):
+    """The agent model's first answer: the chat model's class, where it runs, and its reply."""
+
+    chat_model: str
+    where: str
+    answer: str
+
+    def __str__(self) -> str:
+        return f"chat model: {self.chat_model} at {self.where}\nanswer: {self.answer}"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class NextTokens(Record):
+    """A model's most likely next tokens after a prompt, most likely first, with probabilities."""
+
+    tokens: tuple[str, ...]
+    probs: tuple[float, ...]
+
+    def __str__(self) -> str:
+        return "\n".join(f"next token {token!r:>12}  p = {p:.3f}"
+                         for token, p in zip(self.tokens, self.probs, strict=True))
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class WeightMemory(Record):
+    """The memory a model's weights take, measured from its config: parameters, bytes in float32
+    and in bfloat16, and where this kernel loads it; then another model's, derived from its
+    published parameter count (``derived_params``)."""
+
+    model: str
+    params: int
+    fp32_bytes: int
+    placement: str
+    derived_model: str
+    derived_params: float
+
+    def record(self) -> dict:
+        return {"model": self.model, "params": self.params, "fp32_gb": self.fp32_bytes / 1e9,
+                "bf16_gb": self.params * 2 / 1e9, "placement": self.placement,
+                "derived_model": self.derived_model, "derived_params": self.derived_params,
+                "derived_fp32_gb": self.derived_params * 4 / 1e9,
+                "derived_bf16_gb": self.derived_params * 2 / 1e9}
+
+    def __str__(self) -> str:
+        values = self.record()
+        return "\n".join([
+            f"{self.model}: {self.params / 1e6:.1f} M parameters",
+            f"weights in float32: {values['fp32_gb']:.2f} GB; in bfloat16: {values['bf16_gb']:.2f} GB",
+            f"this kernel loads on: {self.placement}",
+            f"{self.derived_model}, derived: {values['derived_fp32_gb']:.0f} GB in float32, "
+            f"{values['derived_bf16_gb']:.0f} GB in bfloat16"])
+
+    __repr__ = __str__

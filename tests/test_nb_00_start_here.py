@@ -1,5 +1,7 @@
 """The first notebook: environment check, the two model roles, the agent model answers, the probe
-model's next-token probabilities, the memory estimate, a bad setting, exercise feedback."""
+model's next-token probabilities, the memory estimate, a bad setting, exercise feedback. The
+values of the report, the answer, the probe and the estimate are read from the records the cells
+display (``run.record``), not from their printed prose."""
 
 import re
 from pathlib import Path
@@ -26,29 +28,30 @@ def test_the_roles_are_stated(run):
 
 
 def test_the_agent_model_answers_through_langchain(run):
-    text = run.text("first-answer")
-    assert re.search(r"^chat model: ChatHuggingFace at this kernel$", text, re.M)
-    answer = re.search(r"^answer: (.+)$", text, re.M)
-    assert answer and "Paris" in answer[1]  # measured: "The capital of France is Paris."
+    first = run.record("first-answer")
+    assert (first["chat_model"], first["where"]) == ("ChatHuggingFace", "this kernel")
+    assert "Paris" in first["answer"]  # measured: "The capital of France is Paris."
 
 
 def test_the_probe_reads_next_token_probabilities(run):
-    rows = re.findall(r"next token +'(.*)' +p = ([01]\.\d{3})", run.text("probe"))
-    assert len(rows) == 5
-    probs = [float(p) for _, p in rows]
+    top = run.record("probe")
+    tokens, probs = top["tokens"], top["probs"]
+    assert len(tokens) == len(probs) == 5
     assert probs == sorted(probs, reverse=True) and sum(probs) <= 1.0005
-    assert rows[0][0] == " Paris" and probs[0] > 0.5  # measured: 0.951
+    assert tokens[0] == " Paris" and probs[0] > 0.5  # measured: 0.951
 
 
 def test_the_memory_estimate(run):
-    text = run.text("memory")
-    params = float(re.search(r"SmolLM2-135M-Instruct: ([\d.]+) M parameters", text)[1])
+    weights = run.record("memory")
+    assert weights["model"] == "SmolLM2-135M-Instruct"
+    params = weights["params"] / 1e6
     assert 134 < params < 135.5
-    fp32, bf16 = map(float, re.search(
-        r"weights in float32: ([\d.]+) GB; in bfloat16: ([\d.]+) GB", text).groups())
+    fp32, bf16 = weights["fp32_gb"], weights["bf16_gb"]
     assert abs(fp32 - params * 4e-3) < 0.01 and abs(bf16 - fp32 / 2) < 0.01
-    assert "this kernel loads on: cpu, float32" in text
-    assert "Qwen3-4B-Instruct-2507, derived: 16 GB in float32, 8 GB in bfloat16" in text
+    assert weights["placement"] == "cpu, float32"
+    assert weights["derived_model"] == "Qwen3-4B-Instruct-2507"
+    assert (round(weights["derived_fp32_gb"]), round(weights["derived_bf16_gb"])) == (16, 8)
+    assert "Qwen3-4B-Instruct-2507, derived: " in run.text("memory")  # the label the student reads
 
 
 def test_bad_setting_message_names_the_setting(run):
