@@ -1,9 +1,9 @@
 """Notebook 03: the agent loop, its stop rules, budgets, failures with their remedies, pipelines.
 
-The records the lesson displays (a trajectory, the stop table, a run, the measured comparison)
-are read as values (``run.record``); short printouts of demonstrations are read as text."""
-
-import re
+The records the lesson displays (a trajectory, the stop table, a run, the measured comparison,
+and each demonstration's ``Line``: a printed line that keeps its values) are read as values
+(``run.record`` / ``run.records``); text is read only where it is what a student must see (a
+provenance label, a drawn graph, the length of an output, a check's verdict)."""
 
 import pytest
 
@@ -34,8 +34,7 @@ def test_the_lesson_loop_is_a_step_in_two_halves_without_other_stops(run):
 def test_context_grows_every_step(run):
     values = [s["input_tokens"] for s in run.record("bond-trajectory")["steps"]]
     assert len(values) == 3 and values == sorted(values) and values[0] < values[-1]
-    printed = re.search(r"input tokens per step: \[([\d, ]+)\]", run.text("state-grows"))
-    assert [int(v) for v in printed.group(1).split(",")] == values
+    assert run.record("state-grows")["tokens"] == values
 
 
 def test_no_red_log_lines_and_no_wall_of_output(run):
@@ -61,9 +60,9 @@ def test_each_stop_rule_is_recorded(run):
 
 
 def test_plan_is_revised(run):
-    text = run.text("plan-revision")
-    assert "plan 2: rate verified: use the reference rate" in text
     conversion = run.record("plan-revision")
+    assert len(conversion["plan_history"]) == 2
+    assert conversion["plan_history"][1][0] == "rate verified: use the reference rate"
     assert conversion["stop_reason"] == "final_answer"
     assert conversion["final_answer"] == "250 USD = 231.50 EUR"
 
@@ -79,8 +78,9 @@ def test_widgets_show_and_move_the_stop(run):
 
 
 def test_reliability_monte_carlo_matches_the_product(run):
-    assert "0.95^10 = 0.5987" in run.text("reliability")
-    plain, retried = run.records("reliability")
+    product, plain, retried, with_retry = run.records("reliability")
+    assert (product["p"], product["n"], round(product["value"], 4)) == (0.95, 10, 0.5987)
+    assert round(with_retry["value"], 4) == round((1 - 0.05**2) ** 10, 4)
     assert (plain["retries"], retried["retries"], plain["n"], plain["p"]) == (0, 1, 10, 0.95)
     estimates = [sim["successes"] / sim["trials"] for sim in (plain, retried)]
     assert abs(estimates[0] - 0.95**10) < 0.02
@@ -104,50 +104,58 @@ def test_the_note_tables_are_verbatim(run):
 def test_failure_rows_show_their_remedies(run):
     for cell in ("failure-fabricated", "failure-accumulation", "failure-cost", "failure-side-effects"):
         assert run.cells(cell)[0].source.startswith("# saved in course.loop.remedies"), cell
-    door = run.text("failure-wrong-args")
-    assert "weather({'city': 'Paris'}): unknown_tool, executed=False" in door
-    assert "units': 'kelvin'}): invalid_arguments, executed=False" in door
-    assert "get_weather({'city': 'Paris'}): ok, executed=True" in door
-    fabricated = run.text("failure-fabricated")
-    assert "'It is 22 °C and sunny in Paris.' -> numbers no tool returned: ['22']" in fabricated
-    assert "'It is 14 °C in Paris.' -> numbers no tool returned: []" in fabricated
-    accumulation = run.text("failure-accumulation")
-    assert "agrees with the reference 0.926: False" in accumulation
-    assert "(no verification): 250 USD = 270.00 EUR" in accumulation
-    assert "(with verification): 250 USD = 231.50 EUR" in accumulation
-    injection = run.text("failure-injection")
-    assert "send_email allowed=True" in injection and "door: ok; emails actually sent: 1" in injection
-    assert "door: not_allowed; emails actually sent: 0" in injection
+    door = [(r["name"], r["arguments"], r["status"], r["executed"])
+            for r in run.records("failure-wrong-args")]
+    assert door == [("weather", {"city": "Paris"}, "unknown_tool", False),
+                    ("get_weather", {"city": "Paris", "units": "kelvin"}, "invalid_arguments", False),
+                    ("get_weather", {"city": "Paris"}, "ok", True)]
+    fabricated = [(r["answer"], r["numbers"]) for r in run.records("failure-fabricated")]
+    assert fabricated == [("It is 22 °C and sunny in Paris.", ["22"]), ("It is 14 °C in Paris.", [])]
+    verdict, *runs = run.records("failure-accumulation")
+    assert verdict["verdict"] is False
+    assert [(r["model"], r["answer"]) for r in runs] == [
+        ("scripted: conversion agent (no verification)", "250 USD = 270.00 EUR"),
+        ("scripted: conversion agent (with verification)", "250 USD = 231.50 EUR")]
+    injection = [(r["allowed"], r["status"], r["sent"]) for r in run.records("failure-injection")]
+    assert injection == [(True, "ok", 1), (False, "not_allowed", 0)]
     cost = run.record("failure-cost")["runs"]
     full, compact = cost["full"], cost["compact"]
     assert compact["input_tokens"] < full["input_tokens"] and compact["final_answer"] == full["final_answer"]
     assert full["token_unit"] == compact["token_unit"] == "SmolLM2-135M-Instruct tokenizer"
     assert [s["input_tokens"] for s in full["steps"]] == sorted(s["input_tokens"] for s in full["steps"])
-    effects = run.text("failure-side-effects")
-    assert run.record("failure-side-effects")["runs"]["approval"]["steps"][1]["observation"].startswith(
-        "not executed: set_stock")
-    assert "'pallet-B': 0}" in effects  # the live run wrote
-    assert "would have written: [\"set_stock({'item': 'pallet-B', 'units': 0})\"]" in effects
-    assert "said no; stock {'pallet-A': 40, 'pallet-B': 12}" in effects
+    effects = run.record("failure-side-effects")
+    assert effects["runs"]["approval"]["steps"][1]["observation"].startswith("not executed: set_stock")
+    facts = effects["facts"]
+    assert facts["stock before"] == {"pallet-A": 40, "pallet-B": 12}
+    assert facts["live stock"] == {"pallet-A": 40, "pallet-B": 0}  # the live run wrote
+    assert facts["dry-run stock"] == facts["stock before"]
+    assert facts["would have written"] == ["set_stock({'item': 'pallet-B', 'units': 0})"]
+    assert facts["asked"] == facts["would have written"]  # the person was asked, and said no:
+    assert facts["approval stock"] == facts["stock before"]
 
 
 def test_pipeline_vs_agent_figures_present(run):
-    text = run.text("pipeline-vs-agent")
-    for figure in ("model calls per run", "tokens per run", "seconds per run",
-                   "distinct outcomes", "distinct trajectories", "outcomes", "correct"):
-        assert figure in text, figure
-    calls = [float(v) for v in re.findall(r"model calls per run = (\S+)", text)]
+    from course.loop.pipelines import Comparison
+
+    table = run.record("pipeline-vs-agent")
+    assert list(table) == ["pipeline", "agent"]
+    for name in table:
+        assert set(table[name]["figures"]) == set(Comparison.KEYS), name
+    calls = [table[name]["figures"]["model calls per run"] for name in table]
     assert calls[0] == 1.0 and 1.0 <= calls[1] <= 2.0  # pipeline: one call; agent: up to its 2 steps
+    text = run.text("pipeline-vs-agent")  # what the figures are from, as the student reads it
     assert "probe model: SmolLM2-135M-Instruct (bundled)" in text
-    assert re.search(r"agent \[measured\] model: agent model \(ChatHuggingFace\)", text)
-    assert "prompts continued from the first prompt's KV cache" in text  # its seconds say how
-    floor = run.text("agent-floor")
-    assert "label probabilities" in floor
-    assert re.search(r"^agent that works \[scripted\]: 2 model calls, \d+ tokens -> billing", floor, re.M)
-    pipeline_tokens = int(re.search(r"pipeline \[measured\]: 1 model call, (\d+) tokens", floor).group(1))
-    floor_tokens = int(re.search(r"2 model calls, (\d+) tokens", floor).group(1))
-    assert floor_tokens > 2 * pipeline_tokens  # each step re-reads instructions, ticket and history
-    assert re.search(r"^live agent \[measured\]: routed right in \d of 3 runs", floor, re.M)
+    assert "agent [measured] model: agent model (ChatHuggingFace)" in text
+    assert table["agent"]["model"] == ("agent model (ChatHuggingFace), prompts continued from the "
+                                       "first prompt's KV cache")  # its seconds say how
+    said, agent_said, floor = run.records("agent-floor")
+    assert said["outputs"] and all(o.startswith("label probabilities:") for o in said["outputs"])
+    assert len(agent_said["outputs"]) == 3 * 2  # 3 runs x 2 steps
+    assert (floor["calls"], floor["outcome"]) == (2, "billing")
+    pipeline_tokens = table["pipeline"]["figures"]["tokens per run"]
+    assert floor["tokens"] > 2 * pipeline_tokens  # each step re-reads instructions, ticket and history
+    assert abs(floor["times"] - floor["tokens"] / pipeline_tokens) < 1e-9
+    assert table["agent"]["figures"]["runs"] == 3 and 0 <= table["agent"]["figures"]["correct"] <= 3
     measured = run.record("note-table")["figures"]
     assert measured["pipeline"]["runs"] == measured["agent"]["runs"] == 3
     assert measured["pipeline"]["model calls per run"] == 1
@@ -163,45 +171,54 @@ TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
 def test_the_fine_tuned_model_runs_the_routing_loop_beside_the_base(run):
     """Base + the committed adapter on the same ticket, loop and sampling (measured): it learnt
     smolagents' code blocks, not this loop's call syntax, and routes no ticket."""
-    text = run.text("tuned-routing")
-    assert f"agent, base + adapter [measured] model: {TUNED} (ChatHuggingFace), prompts " \
-           "continued from the first prompt's KV cache" in text, text
+    table, replies, *lines = run.records("tuned-routing")
+    assert list(table) == ["agent, active model", "agent, base + adapter"]
+    assert table["agent, base + adapter"]["model"] == (f"{TUNED} (ChatHuggingFace), prompts continued "
+                                                       "from the first prompt's KV cache")
+    assert table["agent, active model"]["model"].startswith("agent model (ChatHuggingFace)")
+    text = run.text("tuned-routing")  # the provenance the student reads, once per row
+    assert text.count(f"agent, base + adapter [measured] model: {TUNED} (ChatHuggingFace)") == 1
     assert text.count("agent, active model [measured] model: agent model (ChatHuggingFace)") == 1
-    base = run.text("pipeline-vs-agent")  # the base's row is the section's own runs, unchanged
-    routed = re.search(r"agent \[measured\].*?correct = (\d+)", base, re.S).group(1)
-    assert f"agent, active model: routed to 'billing' in {routed} of 3 runs" in text
-    tuned = re.search(r"agent, base \+ adapter \[measured\].*?correct = (\d+)", text, re.S)
-    assert tuned.group(1) == "0" and "agent, base + adapter: routed to 'billing' in 0 of 3 runs" in text
-    assert float(re.search(r"agent, base \+ adapter \[.*?model calls per run = (\S+)", text,
-                           re.S).group(1)) == 2.0  # no reply the loop read as a call or answer
-    replies = text.split("(every step of every run):\n")[1].split("\nagent, active")[0].splitlines()
-    assert len(replies) == 6  # 3 runs x 2 steps
-    calls = sum("CALL route_to(" in r for r in replies)
-    assert calls == 2 and f"agent, base + adapter: {calls} of 6 replies hold the loop's call" in text
-    said = run.text("agent-floor").split("(every step of every run):\n")[1].split("\npipeline [")[0]
-    base_calls = said.count("CALL route_to(")  # the base, default setting: fewer (the prose says so)
-    assert base_calls < calls and f"agent, active model: {base_calls} of 6 replies hold" in text
-    assert "CALL route_to(payment=" in text  # a parameter the tool does not have
-    pipeline = re.search(r"pipeline, base \+ adapter: label probabilities: billing (\S+), .*"
-                         r"-> billing; routed right in 3 of 3 runs", text)
-    assert pipeline and float(pipeline.group(1).rstrip(",")) > 0.9, text
+    base = run.record("pipeline-vs-agent")["agent"]  # the base's row is the section's own runs
+    assert table["agent, active model"]["figures"] == base["figures"]
+    tuned = table["agent, base + adapter"]["figures"]
+    assert tuned["correct"] == 0
+    assert tuned["model calls per run"] == 2.0  # no reply the loop read as a call or answer
+    routed, formats, pipeline = lines[:2], lines[2:4], lines[4]
+    assert [(r["name"], r["department"], r["correct"], r["runs"]) for r in routed] == [
+        ("agent, active model", "billing", base["figures"]["correct"], 3),
+        ("agent, base + adapter", "billing", 0, 3)]
+    assert len(replies["replies"]) == 6  # 3 runs x 2 steps
+    calls = sum("CALL route_to(" in r for r in replies["replies"])
+    assert calls == 2 and (formats[1]["name"], formats[1]["calls"], formats[1]["replies"]) == (
+        "agent, base + adapter", calls, 6)
+    said = run.records("agent-floor")[1]["outputs"]
+    base_calls = sum("CALL route_to(" in r for r in said)  # the base: fewer (the prose says so)
+    assert base_calls < calls and (formats[0]["name"], formats[0]["calls"], formats[0]["replies"]) == (
+        "agent, active model", base_calls, 6)
+    assert any("CALL route_to(payment=" in r for r in replies["replies"])  # a parameter the tool lacks
+    assert pipeline["output"].startswith("label probabilities: billing ")
+    assert pipeline["output"].endswith("-> billing") and (pipeline["correct"], pipeline["runs"]) == (3, 3)
+    assert pipeline["scores"]["billing"] > 0.9, pipeline
     cells = [c.id for c in run.nb.cells]
     assert cells.index("exercises") < cells.index("going-further") < cells.index("tuned-routing")
 
 
 def test_the_four_cases_that_need_no_agent(run):
-    assert "3 of 3" in run.text("agent-floor")  # 1. the pipeline (above)
-    call = run.text("not-function-call")  # 2. known arguments: a function call
-    assert "function call: 0 model calls, 2 tool calls through the door -> 231.50 EUR" in call
-    assert re.search(r"agent loop \[scripted\]: 4 model calls, \d+ tokens .* -> 250 USD = 231.50 EUR", call)
-    shaped = run.text("not-structured-output")  # 3. a schema-shaped answer (bundled model, greedy)
-    assert ("structured output [measured, SmolLM2-135M-Instruct, constrained decoding]: 1 model call "
-            "-> {'department': 'billing', 'order_id': 1234}") in shaped
-    assert "valid against the schema: True" in shaped
+    pipeline = run.record("pipeline-vs-agent")["pipeline"]["figures"]  # 1. the pipeline (above)
+    assert (pipeline["correct"], pipeline["runs"]) == (3, 3)
+    assert run.record("not-function-call")["amount"] == "231.50"  # 2. known arguments: a function call
+    loop = run.record("plan-revision")  # the agent loop the function call stands beside
+    assert (len(loop["steps"]), loop["final_answer"]) == (4, "250 USD = 231.50 EUR")
+    shaped, valid = run.records("not-structured-output")  # 3. a schema-shaped answer (greedy)
+    assert shaped["model"] == "SmolLM2-135M-Instruct"
+    assert shaped["fields"] == {"department": "billing", "order_id": 1234} and valid["valid"] is True
+    assert run.text("not-structured-output").startswith("structured output [measured, SmolLM2-135M-")
     costly = run.text("not-costly-action")  # 4. costly and unverifiable: no loop
     assert costly.startswith("[scripted: a support agent that wants to refund]")
-    assert "door: not_allowed; refunds actually sent: 0" in costly
-    assert "for a person to decide, outside any loop: refund(order_id=1234, amount=59.0)" in costly
+    door, decide = run.records("not-costly-action")
+    assert (door["status"], door["sent"]) == ("not_allowed", 0)
+    assert decide["call"] == {"name": "refund", "arguments": {"order_id": 1234, "amount": 59.0}}
 
 
 def test_quiz_and_exercises_pass(run):
@@ -227,29 +244,33 @@ def test_chapter_shape(run):
 
 
 def test_smolagents_plans_every_two_steps(run):
-    lines = run.text("planning-smolagents").splitlines()
-    assert lines[0] == "[scripted model; smolagents CodeAgent, planning_interval=2]"
-    kinds = [line.split(" (")[0].strip() for line in lines[1:-1]]
-    assert kinds == ["planning step", "action step 1", "action step 2", "planning step", "action step 3"]
-    assert "check it with reference_rate" in lines[1] and "use the reference rate 0.926" in lines[4]
-    assert "-> 1 USD = 1.08 EUR" in lines[2] and "-> 1 USD = 0.926 EUR" in lines[3]
-    prompts = [int(t) for t in re.findall(r"prompt (\d+) tokens", "\n".join(lines))]
-    assert len(prompts) == 5 and prompts[0] < prompts[1] and prompts[3] < prompts[2]  # plans: own prompts
-    assert lines[-1].startswith("answer: 231.50")
+    first = run.text("planning-smolagents").splitlines()[0]  # the provenance label
+    assert first == "[scripted model; smolagents CodeAgent, planning_interval=2]"
+    *steps, answer = run.records("planning-smolagents")
+    kinds = ["plan" if "plan" in s else s["step"] for s in steps]
+    assert kinds == ["plan", 1, 2, "plan", 3]
+    assert steps[0]["plan"][1] == "2. check it with reference_rate"
+    assert steps[3]["plan"][0] == "1. use the reference rate 0.926"
+    assert (steps[1]["seen"], steps[2]["seen"]) == ("1 USD = 1.08 EUR", "1 USD = 0.926 EUR")
+    prompts = [s["tokens"] for s in steps]
+    assert prompts[0] < prompts[1] and prompts[3] < prompts[2]  # plans: own prompts
+    assert str(answer["answer"]).startswith("231.50")
 
 
 def test_smolagents_and_langgraph_limits(run):
-    smol = run.text("smolagents-budgets")
-    assert "stopped: repeat after 2 step(s)" in smol
-    assert "stopped: token_budget after" in smol
-    assert "stopped: max_steps after 2 step(s)" in smol
-    assert "scripted" in smol
-    graph = run.text("langgraph-budgets")
-    assert "stopped: recursion_limit after 4 step(s)" in graph
-    assert "stopped: token_budget after" in graph and "budget in state" in graph
-    assert "checkpoint after the GraphRecursionError holds 8 messages" in graph
-    text = run.text("model-error")
-    assert "stopped: model_error after 3 step(s)" in text and "steps kept: 3" in text
+    repeat, budget, steps = run.records("smolagents-budgets")
+    assert (repeat["stop_reason"], repeat["steps"]) == ("repeat", 2)
+    assert budget["stop_reason"] == "token_budget" and budget["total_tokens"] > 6000
+    assert (steps["stop_reason"], steps["steps"]) == ("max_steps", 2)
+    assert all("scripted" in r["model_name"] for r in (repeat, budget, steps))
+    recursion, in_state, checkpoint = run.records("langgraph-budgets")
+    assert (recursion["stop_reason"], recursion["steps"]) == ("recursion_limit", 4)
+    assert in_state["stop_reason"] == "token_budget" and in_state["stop_detail"].endswith("(budget in state)")
+    assert in_state["total_tokens"] > 1200
+    assert checkpoint["messages"] == 8
+    broken = run.record("model-error")
+    assert (broken["stop_reason"], len(broken["steps"])) == ("model_error", 3)
+    assert broken["steps"][-1]["note"] == "model error: ValueError: could not parse the model's output"
 
 
 def test_graphs_are_drawn_from_the_graphs(run):
@@ -263,26 +284,23 @@ def test_graphs_are_drawn_from_the_graphs(run):
 
 
 def test_limitations_are_demonstrated(run):
-    knowing = run.text("limit-knowing")
-    rows = re.findall(r"needs_tool=(True|False) called=(True|False) decision_right=(True|False)", knowing)
-    assert len(rows) == 6 and sum(r[0] == "True" for r in rows) == 3
-    assert all((r[0] == r[1]) == (r[2] == "True") for r in rows)  # "right" means called == needed
-    right = int(re.search(r"decisions right: (\d+) of 6", knowing).group(1))
-    assert right == sum(r[2] == "True" for r in rows)
-    tools = run.text("limit-tools")
-    naive = re.search(r"naive keyword search: steps=(\d+) searches=(\d+)", tools).groups()
-    bm25 = re.search(r"BM25 search: steps=(\d+) searches=(\d+)", tools).groups()
-    assert naive != bm25 and (naive, bm25) == (("3", "2"), ("2", "1"))
-    assert "OfflineWebSearchTool, replayed step 1 saw: ['Current plan vs new plan" in tools
-    assert "BM25WebSearchTool, replayed step 1 saw: ['Weather in Paris right now" in tools
-    budget = run.text("limit-budget")
-    row72 = re.search(r"bond_reference_72b: succeeded=(\w+) tokens=(\d+) \[recorded\] "
-                      r"within_budget=(\w+) counted_as_success=(\w+)", budget).groups()
-    assert row72 == ("True", "17818", "False", "False")  # a success at 1.8x the budget counts as failure
-    counts = re.search(r"successes: (\d+) of 5 on outcome alone; (\d+) within the budget", budget)
-    assert int(counts.group(2)) < int(counts.group(1))
-    pages = run.text("limit-budget-pages")
-    assert "[recorded, real web]: [2152, 5475, 10191], sum 17818" in pages
-    here = [int(v) for v in re.search(r"offline pages \[measured, Qwen3 tokenizer\]: \[([\d, ]+)\]",
-                                      pages).group(1).split(",")]
+    knowing = run.record("limit-knowing")
+    rows = knowing["rows"]
+    assert len(rows) == 6 and sum(r["needs_tool"] for r in rows) == 3
+    assert all(r["right"] == (r["called"] == r["needs_tool"]) for r in rows)  # called == needed
+    assert knowing["right"] == sum(r["right"] for r in rows)
+    naive, bm25 = (run.records("limit-tools")[0][name] for name in ("naive keyword search", "BM25 search"))
+    assert (len(naive["queries"]), len(bm25["queries"])) == (2, 1)
+    assert (naive["steps"], bm25["steps"]) == (3, 2)
+    offline, ranked = run.records("limit-tools")[1:]
+    assert offline["tool"] == "OfflineWebSearchTool" and offline["titles"][0].startswith("Current plan vs new plan")
+    assert ranked["tool"] == "BM25WebSearchTool" and ranked["titles"][0].startswith("Weather in Paris right now")
+    budget = run.record("limit-budget")
+    row72 = budget["rows"]["bond_reference_72b"]
+    assert (row72["succeeded"], row72["tokens"], row72["figure"], row72["within_budget"],
+            row72["counted"]) == (True, 17818, "recorded", False, False)  # 1.8x the budget: a failure
+    assert len(budget["rows"]) == 5 and budget["counted"] < budget["succeeded"]
+    recorded, here = run.records("limit-budget-pages")
+    assert (recorded["tokens"], recorded["total"]) == ([2152, 5475, 10191], 17818)
+    here = here["tokens"]
     assert abs(here[0] - 2152) < 50 and sum(here) < 17818 / 2  # same prompt; the pages made the cost

@@ -19,7 +19,7 @@ from course.exports import lazy_exports
 
 #: What notebook 03 and the budget explorer use, by the module that defines it.
 _EXPORTS = {
-    "agent_loop": ("IdealBondTrajectory", "LoopRun", "LoopState", "LoopStep", "ScriptedModel",
+    "agent_loop": ("IdealBondTrajectory", "Line", "LoopRun", "LoopState", "LoopStep", "ScriptedModel",
                    "StepDecision", "StopReason", "StopRules", "StopTable", "Trajectory",
                    "approximate_token_count", "call_and_observe", "count_messages", "decide",
                    "describe_result", "run_loop", "start_messages", "system_prompt"),

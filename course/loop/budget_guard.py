@@ -25,6 +25,7 @@ from smolagents.utils import AgentError, AgentMaxStepsError
 from course.agents.replay import ReplayModel, local_tokenizer
 from course.agents.traces import run_from_smolagents
 from course.loop.agent_loop import StopReason, StopRules
+from course.records import Record, json_safe
 from course.tools.adapters import smolagents_door
 
 __all__ = ["BudgetGuard", "LibraryRun", "budgeted_code_agent", "run_smolagents_with_budget",
@@ -32,8 +33,9 @@ __all__ = ["BudgetGuard", "LibraryRun", "budgeted_code_agent", "run_smolagents_w
 
 
 @dataclass
-class LibraryRun:
-    """How a library run ended: the stop reason, steps and tokens, one row per step."""
+class LibraryRun(Record):
+    """How a library run ended: the stop reason, steps and tokens, one row per step (displayed:
+    the lines for the student, and these values, without the library's trace, for a machine)."""
 
     library: str
     model_name: str
@@ -60,6 +62,16 @@ class LibraryRun:
         lines.append(f"stopped: {self.stop_reason} after {self.steps} step(s) ({self.stop_detail});"
                      f" tokens {self.total_tokens} [unit: {self.token_unit}]")
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"library": self.library, "model_name": self.model_name,
+                "stop_reason": str(self.stop_reason), "stop_detail": self.stop_detail,
+                "steps": self.steps, "total_tokens": self.total_tokens,
+                "rows": json_safe(self.rows), "final_answer": json_safe(self.final_answer),
+                "token_unit": self.token_unit}
 
 
 def scripted_code_model(outputs: Sequence[str], steps: int = 30, tokenizer: Any = "local",

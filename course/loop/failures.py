@@ -39,7 +39,7 @@ from course.loop.agent_loop import (
 )
 from course.loop.remedies import agrees, dry_run, keep_recent, ungrounded_numbers, with_approval
 from course.loop.scenarios import stuck_search_model
-from course.records import Record
+from course.records import Record, json_safe
 from course.tools.calls import ToolCall
 from course.tools.examples import get_weather
 from course.tools.registry import ToolRegistry
@@ -56,13 +56,15 @@ GUARDED_AGENTS_NOTEBOOK = "06_guarded_agents.ipynb"
 @dataclass
 class FailureDemo(Record):
     """One row of the failure table and what its demonstration showed (displayable: text for the
-    student, and for a machine the row, the outcome lines and each run's record)."""
+    student, and for a machine the row, the outcome lines, each run's record and the ``facts``
+    the outcome lines state, by name)."""
 
     row: str
     mechanism: str
     remedy: str
     outcome: list[str] = field(default_factory=list)
     runs: dict[str, LoopRun] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"{self.row}: {self.mechanism} -> {self.remedy}"]
@@ -74,7 +76,8 @@ class FailureDemo(Record):
 
     def record(self) -> dict[str, Any]:
         return {"row": self.row, "outcome": list(self.outcome),
-                "runs": {name: run.record() for name, run in self.runs.items()}}
+                "runs": {name: run.record() for name, run in self.runs.items()},
+                "facts": json_safe(self.facts)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,9 +461,11 @@ def demo_silent_side_effects() -> FailureDemo:
     outcome = [f"live: answer {live_run.final_answer!r}, stock {start} -> {live.stock}",
                f"dry run: stock unchanged {dry.stock}; would have written: {would_write}",
                f"with approval: the person was asked about {asked} and said no; stock {gated.stock}"]
+    facts = {"stock before": start, "live stock": live.stock, "dry-run stock": dry.stock,
+             "would have written": would_write, "asked": asked, "approval stock": gated.stock}
     return FailureDemo("silent side effects", "a write happened that should not have",
                        "confirmation, dry-run modes, reversible actions first", outcome,
-                       {"live": live_run, "dry_run": dry_run_run, "approval": gated_run})
+                       {"live": live_run, "dry_run": dry_run_run, "approval": gated_run}, facts)
 
 
 def all_demos(count_tokens: Callable[[str], int] = approximate_token_count) -> list[FailureDemo]:

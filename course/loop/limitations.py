@@ -25,6 +25,7 @@ from course.agents.offline_tools import BM25WebSearchTool, OfflineWebSearchTool
 from course.agents.traces import Run
 from course.loop.agent_loop import LoopRun, LoopState, StepDecision, StopRules, run_loop
 from course.loop.pipelines import batched_replies
+from course.records import Record
 from course.tools.calls import ToolCall
 
 __all__ = ["BudgetRow", "BudgetTable", "ToolDecision", "ToolDecisionTable", "ToolSensitivity",
@@ -65,7 +66,7 @@ class ToolDecision:
 
 
 @dataclass
-class ToolDecisionTable:
+class ToolDecisionTable(Record):
     """The model's tool decisions on questions it can and cannot answer (measured)."""
 
     model: str
@@ -92,6 +93,11 @@ class ToolDecisionTable:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {"model": self.model, "right": self.right,
+                "rows": [{"question": r.question, "needs_tool": r.needs_tool, "called": r.called,
+                          "right": r.right, "reply": r.reply} for r in self.rows]}
 
 
 def tool_decisions(chat: Any, questions: tuple[tuple[str, bool], ...] = QUESTIONS,
@@ -139,7 +145,7 @@ class WeatherSearchPolicy:
 
 
 @dataclass
-class ToolSensitivity:
+class ToolSensitivity(Record):
     """One agent, two tool implementations: the runs side by side."""
 
     runs: dict[str, LoopRun]
@@ -154,6 +160,11 @@ class ToolSensitivity:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {name: {"steps": len(run.steps),
+                       "queries": [s.call.arguments["query"] for s in run.steps if s.call],
+                       "final_answer": run.final_answer} for name, run in self.runs.items()}
 
 
 def compare_search_tools(policy: Any = None) -> ToolSensitivity:
@@ -195,7 +206,7 @@ class BudgetRow:
 
 
 @dataclass
-class BudgetTable:
+class BudgetTable(Record):
     """Runs judged on outcome and cost together: success counts only within the budget."""
 
     budget: int
@@ -220,6 +231,14 @@ class BudgetTable:
             f"<td><b>{r.counted}</b></td></tr>" for r in self.rows)
         return ("<table><tr><th>run</th><th>succeeded</th><th>input tokens</th><th>figure</th>"
                 f"<th>within {self.budget}</th><th>counted as success</th></tr>{body}</table>")
+
+    def record(self) -> dict[str, Any]:
+        return {"budget": self.budget,
+                "rows": {r.label: {"succeeded": r.succeeded, "tokens": r.tokens, "figure": r.figure,
+                                   "within_budget": r.within_budget, "counted": r.counted,
+                                   "flags": list(r.flags)} for r in self.rows},
+                "succeeded": sum(r.succeeded for r in self.rows),
+                "counted": sum(r.counted for r in self.rows)}
 
 
 def _qwen_tokens(run: Run) -> tuple[int | None, str]:

@@ -58,6 +58,7 @@ class Attempt:
     outputs: list[str] = field(default_factory=list)  # the model's raw texts
     model: str = ""  # which model made the calls
     token_unit: str = ""  # what the token figures count
+    scores: dict[str, float] = field(default_factory=dict)  # the pipeline's label probabilities
 
 
 def parse_department(text: str) -> str | None:
@@ -111,7 +112,7 @@ def run_pipeline(local: Any, ticket: str = TICKET, sample: bool = True,
     shown = ", ".join(f"{d} {p:.2f}" for d, p in scores.items())
     return Attempt("pipeline", department, 1, tokens_in, 1, time.perf_counter() - start,
                    [f"label probabilities: {shown} -> {department}"],
-                   f"probe model {local.short_name}", f"{local.short_name} tokenizer")
+                   f"probe model {local.short_name}", f"{local.short_name} tokenizer", scores)
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +126,8 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
-__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "MeasuredBeside",
+__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "FiguresTable",
+           "MeasuredBeside",
            "ScriptedChat",
            "agent_chat", "batched_replies", "compare", "outputs_seen", "parse_department",
            "scripted_agent"]
@@ -344,6 +346,11 @@ class Comparison:
                              else f"  {key} = {value}")
         return "\n".join(lines)
 
+    def figures_table(self) -> FiguresTable:
+        """:meth:`table` as a displayable record: the same lines, and each approach's model,
+        token unit and figures as values."""
+        return FiguresTable(self)
+
     def _repr_html_(self) -> str:
         names = list(self.attempts)
         head = "<tr><th>figure (measured)</th>" + "".join(f"<th>{n}</th>" for n in names) + "</tr>"
@@ -362,6 +369,25 @@ class Comparison:
         """The figures to set beside the course note's comparison table (a displayable record)."""
         return MeasuredBeside({name: self.figures(name) for name in ("pipeline", "agent")},
                               self.attempts["agent"][0].token_unit)
+
+
+@dataclass
+class FiguresTable(Record):
+    """A comparison's figures as :meth:`Comparison.table` writes them (text for the student),
+    and ``{approach: {"model", "token_unit", "figures"}}`` for a machine."""
+
+    comparison: Comparison
+
+    def __str__(self) -> str:
+        return self.comparison.table()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def record(self) -> dict[str, Any]:
+        return {name: {"model": runs[0].model, "token_unit": runs[0].token_unit,
+                       "figures": self.comparison.figures(name)}
+                for name, runs in self.comparison.attempts.items()}
 
 
 @dataclass
