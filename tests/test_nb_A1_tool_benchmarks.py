@@ -69,6 +69,9 @@ def test_the_last_full_tool_count_run_is_shown_with_its_provenance(run):
 def test_the_catalogue_is_chapter_01s(run):
     from course.tools.catalogue import LABELLED_REQUESTS, build_catalogue
 
-    first = run.text("tool-catalogue").splitlines()[0]
-    assert first.startswith(f"{len(build_catalogue())} tools; {len(LABELLED_REQUESTS)} labelled requests")
+    shown = {r["shown"]: r["value"] for r in run.records("tool-catalogue") if set(r) == {"shown", "value"}}
+    catalogue = shown["catalogue"]
+    assert (catalogue["tools"], catalogue["requests"]) == (len(build_catalogue()), len(LABELLED_REQUESTS))
+    assert catalogue["example"] == list(LABELLED_REQUESTS[0])
     assert (len(build_catalogue()), len(LABELLED_REQUESTS)) == (122, 44)
+    assert shown["context_window"] == 8192  # the probe model's, which 122 tools overflow
