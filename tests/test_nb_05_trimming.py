@@ -3,7 +3,6 @@ example, the 11-message trimmer, the two bugs over several turns (with the origi
 recorded state), the two remedies, the exercises. Assertions read the values of the records the
 cells display (``run.record`` / ``run.records``), not their printed prose."""
 
-import ast
 import re
 from itertools import pairwise
 
@@ -54,7 +53,7 @@ def test_the_walk_of_rules_1_and_3_is_the_packages_and_agrees_with_trim_messages
     from nbharness import cell_sources
 
     assert cell_sources(NOTEBOOK)["keep-newest"].startswith("# saved in course.trimming.rules\n")
-    assert ast.literal_eval(run.text("keep-newest")) == ["Any plans?", "Not yet.", "What is my name?"]
+    assert run.record("keep-newest")["contents"] == ["Any plans?", "Not yet.", "What is my name?"]
     cases = [(eleven_messages(), BUDGET, Gpt2FallbackCounter())]
     rng = random.Random(24)
     for _ in range(200):
@@ -174,16 +173,17 @@ def test_the_original_notebooks_recorded_state_keeps_only_the_new_question(run):
     from course.memory.recorded import original_trimming_state
 
     state = original_trimming_state()
-    report = run.record("note-figure")
+    shown, size, report = run.records("note-figure")
     human, ai, question = report["decisions"]
     assert (human["content"], ai["content"]) == tuple(content for _, content in state.messages)
+    assert [list(m) for m in state.messages] == shown["messages"]  # the state, as it is stored
     assert len(ai["content"]) == 205 and ai["role"] == "ai"
     assert ai["tokens"] >= 66 and ai["tokens"] > BUDGET  # the note: at least 66 GPT-2 tokens
     assert report["counter"] == "GPT-2 fallback (ChatHuggingFace)"
     assert report["kept"] == [2] and question["content"] == "What's my name?"
-    text = run.text("note-figure")
-    assert "'abc123'" in text and "'Spanish'" in text and "recorded" in text
-    assert f"205 characters, {ai['tokens']} GPT-2 tokens" in text
+    assert (shown["thread_id"], shown["language"], shown["label"]) == ("abc123", "Spanish", "recorded")
+    assert (size["name"], size["characters"], size["tokens"], size["unit"]) == (
+        "its assistant message", 205, ai["tokens"], "GPT-2")  # the same count as the trimmer's
 
 
 def test_bugged_graph_loses_the_name_on_turn_2_fixed_graph_at_turn_4(run):

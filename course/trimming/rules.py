@@ -37,6 +37,7 @@ from course.trimming.counters import TokenCounter, as_counter, count_each, count
 __all__ = [
     "REASON_FITS",
     "REASON_SYSTEM",
+    "Contents",
     "KeptSets",
     "TrimDecision",
     "TrimReport",
@@ -250,6 +251,19 @@ class TrimReport(Record):
         return ("<table><tr><th>#</th><th>role</th><th>message</th><th>tokens</th>"
                 "<th>kept?</th><th>reason</th></tr>" + "".join(rows) + "</table>"
                 f"<p>{html.escape(self.summary())}</p>")
+
+
+@dataclass
+class Contents(Record):
+    """The contents of some messages, shown as the list of strings they are (``['Any plans?',
+    ...]``); its value: ``{"contents": [...]}``."""
+
+    contents: list[str]
+
+    def __str__(self) -> str:
+        return repr(self.contents)
+
+    __repr__ = __str__
 
 
 @dataclass
