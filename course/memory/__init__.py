@@ -26,8 +26,9 @@ _EXPORTS = {
                    "saved_messages"),
     "stateless": ("history_effect",),
     "recorded": ("StoredState", "original_trimming_state", "qwen2_memory"),
-    "store": ("ScriptedEcho", "measure_growth", "read_thread_from_file",
-              "run_threads_concurrently", "two_writers"),
+    "store": ("IsolationCheck", "ReadBack", "ScriptedEcho", "ThreadCheck", "ThreadWritten",
+              "measure_growth", "read_thread_from_file", "run_threads_concurrently",
+              "two_writers"),
     "prefix_cache": ("DEFAULT_TURNS", "measure_prefix_reuse"),
 }
 
