@@ -17,7 +17,8 @@ It also holds the label of a result an earlier run committed (:func:`committed_l
 not here, and the file it lies in. This module does not decide what a record shows: :meth:`Record.record` is
 :func:`dataclasses.asdict` made JSON-safe, and a class overrides it to choose its fields. A
 record that is only ``print``-ed has no output bundle, so nothing machine-readable: display it
-(the cell's last expression, or ``display(x)``).
+(the cell's last expression, or ``display(x)``). A loose line a cell prints can be one with
+:func:`show`: ``print``'s text, and its value under a key (:class:`Shown`).
 """
 
 from __future__ import annotations
@@ -71,3 +72,52 @@ class Record:
         data = self.record()
         json.dumps(data)  # a record that JSON cannot hold is a bug here, not in a test later
         return {RECORD_MIME: data}
+
+
+@dataclasses.dataclass
+class Shown(Record):
+    """One line a cell shows, and the value it stands for under ``key``."""
+
+    key: str
+    text: str
+    value: Any = None
+
+    def record(self) -> dict[str, Any]:
+        return {"shown": self.key, "value": json_safe(self.value)}
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text)
+
+
+_LAST = object()
+
+
+def show(*parts: Any, key: str, value: Any = _LAST, sep: str = " ") -> None:
+    """``print`` for a line that carries a value a lesson is about (a count, a verdict, a tool's
+    reply): the student sees the line ``print`` would write; the cell's output holds ``value``
+    (by default the last part) under ``key`` as a :class:`Shown` record, which a test or a grader
+    reads instead of matching the words::
+
+        show("allowed:", registry.call("get_weather", city="Berlin"), key="allowed")
+
+    shows ``allowed: Berlin: 9 °C, rain`` and records ``{"shown": "allowed", "value": "Berlin:
+    9 °C, rain"}``. Outside a notebook it prints the line. Returns nothing, like ``print`` (a cell
+    that ends in ``show(...)`` shows the line once)."""
+    if value is _LAST:
+        value = parts[-1] if parts else None
+    shown = Shown(key, sep.join(map(str, parts)), value)
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython is installed with the course
+        shell = None
+    if shell is None:
+        print(shown.text)
+    else:
+        from IPython.display import display
+
+        display(shown)

@@ -1,5 +1,5 @@
 """The tool-calling notebook: the lesson-carrying values, read by cell id from the records the cells
-display (``run.record`` / ``run.records``; a line shown with ``course.tools.shown.show`` is a record
+display (``run.record`` / ``run.records``; a line shown with ``course.records.show`` is a record
 of its value under a key), not from their printed prose. Text checks remain for what a student
 must read: the provenance line, the framing of a verdict, the skip message."""
 

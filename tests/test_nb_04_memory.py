@@ -1,5 +1,5 @@
 """Chapter 04 executed: each test reads the values a cell computed from the records it displays
-(``run.record`` / ``run.records``; a line shown with ``course.tools.shown.show`` is a record of its
+(``run.record`` / ``run.records``; a line shown with ``course.records.show`` is a record of its
 value under a key), not from its printed prose. Text checks remain for what a student must read:
 the provenance labels, the kind of prompt shown, the closing note's wording."""
 
