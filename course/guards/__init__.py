@@ -30,15 +30,16 @@ from course.exports import lazy_exports
 _EXPORTS = {
     "confirmation": ("ApprovalAudit", "ApprovalDecision", "ScriptedApprover", "decide",
                      "pending_request", "run_with_approver"),
-    "warehouse": ("Coordinator", "Warehouse", "build_warehouse_graph", "prompt_sizes",
-                  "registry_for"),
+    "warehouse": ("ConsistencyCheck", "Coordinator", "PausedOrder", "Warehouse",
+                  "build_warehouse_graph", "prompt_sizes", "registry_for"),
     "managed": ("DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "Team", "propose_tool", "run_team",
                 "scripted_models"),
     "injection_payloads": ("Payload", "payloads"),
     "injection_lab": ("ALLOWED_HOSTS", "Lab", "as_data"),
-    "injection_reader": ("read_instructions",),
-    "injection": ("LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
-    "sandbox": ("run_escape_suite", "run_sandboxed"),
+    "injection_reader": ("Readings", "read_instructions"),
+    "injection": ("InjectionRows", "LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
+    "sandbox": ("SandboxRuns", "SuiteSample", "escape_attempts", "run_escape_suite",
+                "run_sandboxed"),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -68,7 +68,7 @@ from course.guards.confirmation import (
 from course.guards.injection_lab import SIDE_EFFECT_TOOLS, Lab
 from course.guards.injection_payloads import Payload, payloads
 from course.guards.injection_reader import LiteralReader
-from course.records import Record
+from course.records import Record, json_safe
 from course.tools.adapters import tool_message
 from course.tools.calls import ToolCall
 from course.tools.gateway import ToolGateway
@@ -78,6 +78,7 @@ from course.tools.registry import ToolResult, ToolStatus
 __all__ = [
     "InjectionOutcome",
     "InjectionReport",
+    "InjectionRows",
     "InjectionTotals",
     "LiveModelAgent",
     "parse_calls",
@@ -250,6 +251,10 @@ class InjectionTotals(Record):
     side_effects_executed: int
     executed_without_approval: int
     through_by_kind: dict[str, str]  # kind -> "through/tried"
+    show_by_kind: bool = True  # shown: the line per kind after the summary (always in the values)
+
+    def record(self) -> dict[str, Any]:
+        return {name: value for name, value in json_safe(self).items() if name != "show_by_kind"}
 
     def summary(self) -> str:
         """The counts in one line, after the label."""
@@ -259,6 +264,8 @@ class InjectionTotals(Record):
                 f"{self.executed_without_approval}")
 
     def __str__(self) -> str:
+        if not self.show_by_kind:
+            return self.summary()
         return (f"{self.summary()}\ngot through, by kind (through/tried): "
                 f"{self.through_by_kind}")
 
@@ -320,15 +327,53 @@ class InjectionReport:
                        for row in self.rows())
         return f"<table><tr>{head}</tr>{body}</table>"
 
-    def totals(self, label: str) -> InjectionTotals:
-        """The report's counts as a record (display it: text for a person, values for a test)."""
+    def totals(self, label: str, by_kind: bool = True) -> InjectionTotals:
+        """The report's counts as a record (display it: text for a person, values for a test);
+        ``by_kind=False`` shows only the summary line (the values keep the counts by kind)."""
         return InjectionTotals(label, self.tried, len(self.got_through()), self.attempted_calls,
                                self.side_effects, self.executed_without_approval,
-                               {kind: f"{t}/{n}" for kind, (t, n) in self.through_by_kind().items()})
+                               {kind: f"{t}/{n}" for kind, (t, n) in self.through_by_kind().items()},
+                               by_kind)
 
     def summary(self, label: str) -> str:
         """The counts in one line, after ``label``."""
         return self.totals(label).summary()
+
+    def shown(self, names: list[str], style: str = "kind") -> InjectionRows:
+        """The outcomes of the payloads ``names`` as a record, one line each (see
+        :class:`InjectionRows` for the ``style``)."""
+        return InjectionRows([self.outcome(name) for name in names], style)
+
+
+@dataclass
+class InjectionRows(Record):
+    """A few payloads' outcomes, one line each: ``style`` "kind" shows the payload's kind and
+    what the runtime did, "name" only what it did, "attempted" the calls attempted and what the
+    runtime did with them. Its values: each payload's name, kind, calls attempted and outcomes."""
+
+    outcomes: list[InjectionOutcome]
+    style: str = "kind"
+
+    def record(self) -> dict[str, Any]:
+        return {"rows": [{"name": o.payload.name, "kind": o.payload.kind,
+                          "attempted": list(o.attempted), "outcomes": list(o.outcomes),
+                          "read_as": list(o.read_as)}
+                         for o in self.outcomes]}
+
+    def line(self, o: InjectionOutcome) -> str:
+        did = "; ".join(o.outcomes)
+        if self.style == "attempted":
+            return (f"[{o.payload.name}] calls attempted: {o.attempted or 'none'}; "
+                    f"the runtime did: {did or 'nothing'}")
+        if self.style == "name":
+            return f"  {o.payload.name}: {did}"
+        return f"  [{o.payload.kind}] {o.payload.name}: {did or 'no call made'}"
+
+    def __str__(self) -> str:
+        return "\n".join(map(self.line, self.outcomes))
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 def run_suite(runtime: str = "guarded", model_factory: Callable[[Payload], Any] = LiteralReader,

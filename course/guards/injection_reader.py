@@ -23,10 +23,11 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from course.guards.injection_lab import SIDE_EFFECT_TOOLS
 from course.guards.injection_payloads import Payload
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.protocol import json_calls
 
-__all__ = ["LiteralReader", "Reading", "read_instructions"]
+__all__ = ["LiteralReader", "Reading", "Readings", "read_instructions"]
 
 #: The tools the literal reader knows (from the session's tool list) and their parameters.
 KNOWN_TOOLS: dict[str, tuple[str, ...]] = {
@@ -63,6 +64,29 @@ class Reading:
             for o in self.calls)]
         self.calls = [self.calls[i] for i in keep]
         self.notes = [self.notes[i] for i in keep]
+
+
+@dataclass
+class Readings(Record):
+    """Tool outputs by name, each as ``(text, what the reader made of it)``: shown two lines per
+    output (its start; the calls and how they were found), given as values per name."""
+
+    readings: dict[str, tuple[str, Reading]]
+
+    def record(self) -> dict[str, Any]:
+        return {"readings": {
+            name: {"text": text, "calls": [{"name": c.name, "arguments": dict(c.arguments)}
+                                           for c in reading.calls], "notes": list(reading.notes)}
+            for name, (text, reading) in self.readings.items()}}
+
+    def __str__(self) -> str:
+        lines = []
+        for name, (text, reading) in self.readings.items():
+            lines.append(f"[{name}] {text[:48]}...")
+            lines.append(f"   the reader makes: {reading.calls or 'no call'} | {reading.notes or ''}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
 
 
 

@@ -55,11 +55,13 @@ from course.guards.warehouse import (
     transit_rule,
     transit_task,
 )
+from course.records import Record, json_safe
 from course.tools.adapters import smolagents_door
 from course.tools.registry import ToolResult
 
 __all__ = ["DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "ScriptedPolicyModel", "Team", "TeamRun",
-           "build_team", "hand_off_text", "propose_tool", "run_team", "scripted_models"]
+           "TeamSummary", "Trajectory", "build_team", "hand_off_text", "propose_tool", "run_team",
+           "scripted_models"]
 
 #: What the manager's prompt says about each managed agent (smolagents requires one).
 DESCRIPTIONS: dict[str, str] = {
@@ -272,11 +274,63 @@ class TeamRun:
     steps: dict[str, int]  # agent -> action steps taken (the manager and each specialist)
     errors: list[str] = field(default_factory=list)  # step errors (parsing, tool), short
 
-    def trajectory(self) -> str:
+    def trajectory(self) -> Trajectory:
         """The hand-offs the manager wrote and what each specialist proposed, one line each."""
+        return Trajectory(self.plan)
+
+    def summary(self, label: str) -> TeamSummary:
+        """The run under ``label`` (its provenance): steps, calls, proposals, errors, the check."""
+        return TeamSummary(label, self)
+
+
+@dataclass
+class Trajectory(Record):
+    """A plan's hand-offs and proposals, one line each; its values: each hand-off's specialist,
+    text and fields, and each proposal."""
+
+    plan: CoordinatedPlan
+
+    def record(self) -> dict[str, Any]:
+        return json_safe({"tasks": self.plan.tasks, "proposals": self.plan.proposals})
+
+    def __str__(self) -> str:
         lines = [f"manager -> {t.specialist}: {t.text!r} fields={t.fields}" for t in self.plan.tasks]
         lines += [f"  {p.line()}" for p in self.plan.proposals] or ["  (no proposals recorded)"]
         return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+@dataclass
+class TeamSummary(Record):
+    """A team run in a few lines under ``label``: the steps per agent, the managed agents the
+    manager called, the proposals, the step errors, the final answer, the coordinator's check."""
+
+    label: str
+    run: TeamRun
+
+    def record(self) -> dict[str, Any]:
+        plan = self.run.plan
+        return json_safe({"label": self.label, "steps": self.run.steps,
+                          "called": [t.specialist for t in plan.tasks],
+                          "proposals": [p.line() for p in plan.proposals],
+                          "errors": self.run.errors, "answer": str(self.run.answer),
+                          "conflicts": plan.conflicts, "ok": plan.ok})
+
+    def __str__(self) -> str:
+        run, plan = self.run, self.run.plan
+        called = [t.specialist for t in plan.tasks]
+        return "\n".join([
+            self.label,
+            f"steps per agent: {run.steps}",
+            f"managed agents the manager called: {called or 'none'}",
+            f"proposals recorded: {[p.line() for p in plan.proposals] or 'none'}",
+            f"step errors: {len(run.errors)} | first: {run.errors[0] if run.errors else 'none'}",
+            f"the manager's final answer (first 200 characters): {str(run.answer)[:200]!r}",
+            f"coordinator's check: {plan.conflicts or 'no conflict'} -> "
+            f"{'consistent' if plan.ok else 'REJECTED, not executed'}"])
+
+    __repr__ = __str__
 
 
 def _steps(agent: ToolCallingAgent) -> list[Any]:

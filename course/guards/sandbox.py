@@ -47,6 +47,7 @@ __all__ = [
     "EscapeResult",
     "EscapeSummary",
     "SandboxRun",
+    "SandboxRuns",
     "SuiteSample",
     "escape_attempts",
     "run_escape_suite",
@@ -79,6 +80,32 @@ class SandboxRun:
     def __repr__(self) -> str:
         detail = self.error or self.logs or self.output
         return f"SandboxRun({self.status}, {self.seconds:.1f}s, {detail[:80]!r})"
+
+    def reason(self) -> str:
+        """Why it ended, in a few words: the first sentence of its error (after the executor's
+        ``due to:``), else of what it printed."""
+        return (self.error or self.logs).strip().split("due to: ")[-1].split(". ")[0]
+
+
+@dataclass
+class SandboxRuns(Record):
+    """Programs run in the sandbox, one line each under ``label``: how each ended and why."""
+
+    label: str
+    runs: dict[str, SandboxRun]
+
+    def record(self) -> dict[str, Any]:
+        return {"label": self.label,
+                "runs": {name: {"status": run.status, "reason": run.reason(),
+                                "output": run.output, "logs": run.logs, "error": run.error,
+                                "child_alive_after": run.child_alive_after}
+                         for name, run in self.runs.items()}}
+
+    def __str__(self) -> str:
+        return "\n".join([self.label, *(f"{name}: {run.status} | {run.reason()}"
+                                        for name, run in self.runs.items())])
+
+    __repr__ = __str__
 
 
 def _child(code: str, authorized_imports: list[str], memory_mb: int, cpu_s: int,

@@ -43,6 +43,7 @@ from course.checkpoints import sqlite_checkpointer, thread_config
 from course.guards.confirmation import (
     ACTIONS,
     ApprovalDecision,
+    ApprovalRequest,
     ScriptedPlanModel,
     build_approval_graph,
     decide,
@@ -54,8 +55,10 @@ from course.tools.registry import ToolError, ToolRegistry
 
 __all__ = [
     "SPECIALIST_TOOLS",
+    "ConsistencyCheck",
     "CoordinatedPlan",
     "Coordinator",
+    "PausedOrder",
     "PromptSizes",
     "Proposal",
     "Specialist",
@@ -465,6 +468,27 @@ class CoordinatedPlan(Record):
                 f"<th>reason</th></tr>{rows}</table><ul>{conflicts}</ul>verdict: {verdict}")
 
 
+@dataclass
+class ConsistencyCheck(Record):
+    """The conflicts :func:`check_consistency` found, one ``CONFLICT:`` line each, and the
+    coordinator's verdict."""
+
+    conflicts: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts
+
+    def record(self) -> dict[str, Any]:
+        return {"conflicts": list(self.conflicts), "ok": self.ok}
+
+    def __str__(self) -> str:
+        verdict = "consistent" if self.ok else "REJECTED by the coordinator, not executed"
+        return "\n".join([*(f"CONFLICT: {c}" for c in self.conflicts), f"verdict: {verdict}"])
+
+    __repr__ = __str__
+
+
 def check_consistency(order: dict, reports: list, stock: dict[str, int]) -> list[str]:
     """Conflicts between the specialists' reports, the order and each other ([] if none).
 
@@ -549,6 +573,50 @@ class Coordinator:
         stock = self.specialists["supply"].read("get_stock", sku=order["sku"])
         return CoordinatedPlan(order_id, hand_off, tasks, reports,
                                check_consistency(order, reports, stock))
+
+
+@dataclass
+class PausedOrder(Record):
+    """An approval run on the warehouse as it stands after a step: the nodes it runs next, the
+    call it waits on (None if none), the writes the warehouse executed, and ``site``'s stock of
+    ``sku``. Shown ``when`` it has ``"stopped"`` (where, and what has not run yet) or when a
+    decision was ``"decided"`` (what it ran, and what waits next)."""
+
+    next_nodes: tuple[str, ...]
+    waiting: ApprovalRequest | None
+    executed: list[tuple[str, dict]]
+    site: str
+    sku: str
+    stock: int
+    when: str = "stopped"
+    label: str = ""
+
+    @classmethod
+    def of(cls, graph: Any, config: dict, warehouse: Warehouse, when: str = "stopped",
+           label: str = "", site: str = "RTM", sku: str = "SKU-100") -> PausedOrder:
+        """The run of ``graph`` on the thread ``config``, over ``warehouse``, as it stands."""
+        return cls(tuple(graph.get_state(config).next), pending_request(graph, config),
+                   list(warehouse.executed), site, sku, warehouse.stock_of(site, sku), when, label)
+
+    def record(self) -> dict[str, Any]:
+        return json_safe({"next_nodes": self.next_nodes,
+                          "waiting": self.waiting.record() if self.waiting else None,
+                          "executed": [[name, args] for name, args in self.executed],
+                          "site": self.site, "sku": self.sku, "stock": self.stock,
+                          "label": self.label})
+
+    def __str__(self) -> str:
+        if self.when == "decided":
+            return "\n".join([f"executed: {self.executed[-1] if self.executed else None}",
+                              f"{self.site} stock of {self.sku} now: {self.stock}",
+                              f"next waiting: {self.waiting.tool if self.waiting else None}"])
+        lines = [self.label] if self.label else []
+        return "\n".join([*lines, f"graph stopped before node: {self.next_nodes}",
+                          f"waiting for approval: {self.waiting}",
+                          f"executed so far: {[name for name, _ in self.executed]}",
+                          f"{self.site} stock of {self.sku} still: {self.stock}"])
+
+    __repr__ = __str__
 
 
 def build_warehouse_graph(db_path: str | None = None, order_id: str = "ORD-1",
