@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from course import models
-from course.settings import CourseSettingError
+from course.settings import CourseSettingError, active_model
 
 BOUND_S = 8.0  # COURSE_SERVER_TIMEOUT=2, one retry: a failure in seconds, never minutes
 
@@ -283,7 +283,7 @@ def test_the_doctor_check_of_a_trickling_server_is_bounded(server, monkeypatch, 
     models.placement()  # torch imported before the clock starts: only the server is timed
     start = time.monotonic()
     with pytest.raises(CourseSettingError, match=r"COURSE_MODEL.*GET /models.*Fix"):
-        models.server_models(models.active_model())
+        models.server_models(active_model())
     assert time.monotonic() - start < models.SERVER_TIMEOUT_S + 1.5
     start = time.monotonic()
     report = models.describe_models()

@@ -13,11 +13,11 @@ from course.settings import CourseSettingError, parse_model_setting
 @pytest.mark.parametrize("raw", ["0", "-1", "abc", "nan", "-inf", "1e9", "3601", pytest.param(
     "inf", marks=pytest.mark.contract("raw crash"))])  # inf crashed (OverflowError), the rest: 60
 def test_a_request_timeout_that_cannot_work_is_refused_with_its_name(raw, monkeypatch):
-    from course.models import _request_timeout
+    from course.models import request_timeout
 
     monkeypatch.setenv("COURSE_SERVER_TIMEOUT", raw)
     with pytest.raises(CourseSettingError) as err:
-        _request_timeout()
+        request_timeout()
     assert "COURSE_SERVER_TIMEOUT" in str(err.value) and "Fix:" in str(err.value)
 
 
@@ -25,19 +25,19 @@ def test_a_request_timeout_that_cannot_work_is_refused_with_its_name(raw, monkey
 @pytest.mark.parametrize(("raw", "seconds"), [("", 60.0), ("2", 2.0), (" 0.5 ", 0.5),
                                               ("3600", 3600.0)])
 def test_a_request_timeout_that_works_is_used(raw, seconds, monkeypatch):
-    from course.models import _request_timeout
+    from course.models import request_timeout
 
     monkeypatch.setenv("COURSE_SERVER_TIMEOUT", raw)
-    assert _request_timeout() == seconds
+    assert request_timeout() == seconds
 
 
 @pytest.mark.contract("wrong result")
 def test_a_server_password_is_masked_everywhere_it_is_shown(monkeypatch):
-    from course.models import _server_error, describe_models, probe_note
+    from course.models import describe_models, probe_note, server_error
 
     choice = parse_model_setting("http://alice:s3cret@127.0.0.1:9/v1#m")
     assert choice.shown == "http://alice:***@127.0.0.1:9/v1"
-    assert "s3cret" not in choice.describe() and "s3cret" not in str(_server_error(choice, "x"))
+    assert "s3cret" not in choice.describe() and "s3cret" not in str(server_error(choice, "x"))
     monkeypatch.setenv("COURSE_MODEL", "http://alice:s3cret@127.0.0.1:9/v1#m")
     assert "s3cret" not in probe_note()
     report = describe_models()  # port 9 is closed: the report says so, without the password
@@ -136,7 +136,7 @@ def test_a_forked_kernel_setting_that_cannot_work_stops_the_launch_by_name(case,
     """Refused before a kernel starts (the ordinary launch would hide a wrong setting)."""
     import asyncio
 
-    from course import kernels
+    from classroom import kernels
 
     env, says = _fork_cases(tmp_path)[case]
     setting = next(iter(env))

@@ -156,7 +156,8 @@ def live_pair(plan: LivePlan | None = None,
               agents: tuple[str, ...] = tuple(AGENTS)) -> InterfaceComparison:
     """The ``agents`` (both by default) with the active model (measured), as far as
     :func:`live_plan` allows; one agent per call keeps each notebook cell short."""
-    from course.models import active_model, smolagents_model
+    from course.models import smolagents_model
+    from course.settings import active_model
 
     unknown = sorted(set(agents) - set(AGENTS))
     if unknown:

@@ -78,19 +78,16 @@ from course.models.served import (
     server_error,
     server_models,
 )
-from course.settings import active_model  # course.agents.interfaces imports it from here
 
-# Older names some tests still read: the loader's cache and two server helpers.
+# The loader's cache under its older name, which tests/test_memory_release.py reads.
 _load = load_model_on
-_request_timeout = request_timeout
-_server_error = server_error
 
 __all__ = [
     "AGENT_MAX_NEW_TOKENS", "BYTES_PER_DTYPE", "CHAT_MAX_NEW_TOKENS", "MAX_REPEATED_MODULES",
     "MAX_REQUEST_TIMEOUT_S", "MEMORY_HEADROOM", "PREPARE_COMMAND", "REQUEST_RETRIES",
     "REQUEST_TIMEOUT_S", "REQUEST_TIMEOUT_SETTING", "SERVER_TIMEOUT_S", "SMALL_MODEL_PARAMETERS",
     "CallBudget", "GpuInfo", "LocalModel", "ModelsReport", "Placement", "ServerError",
-    "active_model", "agent_is_local", "agent_is_small", "agent_tokenizer", "chat_model",
+    "agent_is_local", "agent_is_small", "agent_tokenizer", "chat_model",
     "check_fits",
     "converted_copy_cannot_load", "cuda_dtype", "describe_models", "estimate_weight_bytes",
     "gpu_info", "load_failure", "load_local_model", "load_model_on", "local_folder_fix",
