@@ -46,7 +46,7 @@ doctor: assets
 	$(PY) -m course doctor
 
 # make lab: the STUDENT edition in $(STUDENT_DIR) (git-ignored; generated on first use, a
-# notebook the student changed is never overwritten, see course/workspace.py);
+# notebook the student changed is never overwritten, see classroom/workspace.py);
 # make lab-instructor (= make nbgrader-formgrader): the instructor edition, served from the
 # nbgrader course folder $(NBGRADER_COURSE) (git-ignored), where each chapter is a link to
 # $(INSTRUCTOR_DIR)/<chapter>.ipynb (an edit in the lab is an edit there) and Formgrader finds
@@ -56,7 +56,7 @@ doctor: assets
 # only for the instructor), its state in $(LAB_STATE)/<edition>/ (never the user's global
 # JupyterLab settings), LAB_TOKEN (empty: Jupyter makes one and prints the URL) and LAB_ARGS;
 # lab/ on JUPYTER_PATH gives its kernelspec lab/kernels/python3: kernels forked from one
-# pre-imported process (course/kernels.py; COURSE_FORK_KERNELS=0 for ordinary ones).
+# pre-imported process (classroom/kernels.py; COURSE_FORK_KERNELS=0 for ordinary ones).
 LAB_ARGS ?=
 LAB_TOKEN ?=
 STUDENT_DIR ?= student
@@ -72,7 +72,7 @@ start-lab = cd $(2) && PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 \
 	$(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN)) $(LAB_ARGS) $(3)
 
 lab: assets
-	$(PY) -m course.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) sync
+	$(PY) -m classroom.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) sync
 	$(call start-lab,student,$(STUDENT_DIR),00_start_here.ipynb)
 
 lab-instructor: assets
@@ -82,7 +82,7 @@ lab-instructor: assets
 # Start one chapter of the student edition over (a dated copy goes to $(STUDENT_DIR)/backups/).
 restore: install
 	@test -n "$(CHAPTER)" || { echo "usage: make restore CHAPTER=03"; exit 2; }
-	$(PY) -m course.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) restore $(CHAPTER)
+	$(PY) -m classroom.workspace --source $(INSTRUCTOR_DIR) --dest $(STUDENT_DIR) restore $(CHAPTER)
 
 # The browser test drives JupyterLab in Debian's chromium (Playwright uses it; no browser
 # download). Installed here when missing and we are root; otherwise say what to run.
@@ -106,7 +106,7 @@ clean-outputs: install
 	$(VENV)/bin/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
 
 student: install
-	$(PY) -m course.grading student notebooks --out release/student
+	$(PY) -m classroom.grading student notebooks --out release/student
 
 # The class grader runs each kernel in a bubblewrap sandbox: Debian's bubblewrap, installed
 # here when missing and we are root; otherwise say what to run.
@@ -117,7 +117,7 @@ sandbox:
 	else echo "grading needs bubblewrap: sudo apt-get install -y bubblewrap"; exit 1; fi
 
 grade: assets sandbox
-	HF_HUB_OFFLINE=1 $(PY) -m course.grading grade $(SUBMISSIONS) --source notebooks \
+	HF_HUB_OFFLINE=1 $(PY) -m classroom.grading grade $(SUBMISSIONS) --source notebooks \
 		--out release/scores.csv --feedback release/feedback
 
 # nbgrader as shipped, in a course folder made from the template in nbgrader/ (README.md,
@@ -160,10 +160,10 @@ CLASS_CHAPTER ?= 03_agent_loop
 CLASS_STATE ?= build/class/state
 CLASS_ARGS = --prefix $(CLASS_PREFIX) --state $(CLASS_STATE)
 class: assets class-proxy
-	$(PY) scripts/class_hub.py $(CLASS_ARGS) --port $(CLASS_PORT) --chapter $(CLASS_CHAPTER)
+	$(PY) -m classroom.hub $(CLASS_ARGS) --port $(CLASS_PORT) --chapter $(CLASS_CHAPTER)
 
 class-remove: install
-	$(PY) scripts/class_hub.py $(CLASS_ARGS) --remove
+	$(PY) -m classroom.hub $(CLASS_ARGS) --remove
 
 # JupyterHub's proxy (npm's configurable-http-proxy) in build/class/proxy, not installed globally;
 # Debian's npm installed when missing and we are root.
@@ -175,7 +175,7 @@ $(CLASS_PROXY): | $(STAMP)
 	else echo "make class needs npm for JupyterHub's proxy: sudo apt-get install -y npm"; exit 1; fi; }
 	mkdir -p build/class/proxy
 	npm install --prefix build/class/proxy --no-audit --no-fund --loglevel=error \
-		configurable-http-proxy@$$($(PY) -c 'import sys; sys.path.insert(0, "scripts"); import class_hub; print(class_hub.PROXY_VERSION)')
+		configurable-http-proxy@$$($(PY) -c 'from classroom.hub import PROXY_VERSION; print(PROXY_VERSION)')
 
 # The workbook as a static website (book/build.py): the instructor edition executed, rendered by
 # Sphinx + myst-nb into build/book/html (open build/book/html/index.html).

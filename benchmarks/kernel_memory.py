@@ -24,7 +24,7 @@ Configurations, each made by a cell put before the notebook's first one and by t
 * ``course``: the course's code (weights mapped, freed memory given back after model cells) in
   ordinary kernels (jupyter_client's own ``python3`` kernelspec, a process per kernel);
 * ``forked``: the same code in kernels forked from one pre-imported process, the lab's
-  kernelspec ``lab/kernels/python3`` (course/kernels.py). Its zygote runs from a runtime folder
+  kernelspec ``lab/kernels/python3`` (classroom/kernels.py). Its zygote runs from a runtime folder
   of the benchmark's own (a zygote another process started is not used), and the sum of PSS
   **includes the zygote's PSS** (it holds the pages the seven share); it is stopped at the end.
 

@@ -20,15 +20,19 @@ A4_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
 ======================  =============================================  =========================
 
 Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each
-library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doctor`,
-:mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
+library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doctor` (the machine
+check), :mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
 :mod:`course.checkpoints` (threads and the SQLite checkpointer), :mod:`course.drawing` (figures
-and LangGraph graphs drawn offline), :mod:`course.workspace` (the student's copy of the
-notebooks), :mod:`course.exports` (a chapter package's names, imported on first use), :mod:`course.quiz`
-(every chapter's quiz; its widget is ``widgets.quiz``), :mod:`course.memory_release` (a kernel
-gives back what a model's work freed), :mod:`course.cli` (what the command lines share: bad
-options refused by name, committed results never overwritten by default) and the package :mod:`course.grading` (student edition and
-the class grader).
+and LangGraph graphs drawn offline), :mod:`course.exports` (a chapter package's names, imported
+on first use), :mod:`course.quiz` (every chapter's quiz; its widget is ``widgets.quiz``),
+:mod:`course.memory_release` (a kernel gives back what a model's work freed) and
+:mod:`course.cli` (what the command lines share: bad options refused by name, committed results
+never overwritten by default).
+
+What runs the class rather than a lesson (grading, the student's copy of the notebooks, the
+lab's kernels, the class on JupyterHub) is the sibling package ``classroom``, which imports from
+this one; nothing here imports it.
+
 Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face
 model is chosen), before any Hugging Face library is imported.
 """

@@ -14,7 +14,7 @@ In a student's kernel a failed or unfinished check prints feedback and the noteb
 (``COURSE_GRADING=1`` or nbgrader's ``NBGRADER_EXECUTION``), the failure is raised so the
 grader scores the cell 0. Checks test behaviour, never the text of the code.
 
-Under the class grader (``course.grading``) each check also records its verdict against a
+Under the class grader (``classroom.grading``) each check also records its verdict against a
 per-check token the grader arms just before the check cell; the grader gives the points only
 when the genuine ``check`` reports "passed" for that token. Not handled here: keeping student
 code from tampering with this module; the grader reloads it before every check cell.

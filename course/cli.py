@@ -2,8 +2,8 @@
 guard that keeps a committed result from being overwritten by default.
 
 Every command line of the course (``python -m course.finetune``, ``course.tools.bfcl``,
-``course.grading``, ...) ends a bad input the same way: one or a few lines on stderr saying what
-was wrong and the fix, exit status 2, no stack trace. The argparse types here
+``classroom.grading``, ...) ends a bad input the same way: one or a few lines on stderr saying
+what was wrong and the fix, exit status 2, no stack trace. The argparse types here
 (:func:`whole_number`, :func:`seconds`, :func:`json_object`, :func:`safe_name`) give argparse
 that message at parse time, before anything is loaded; :func:`output_problem` says why a
 result may not be written at a path (a folder, a file that exists, a result the course ships in

@@ -5,11 +5,11 @@
 ``generate_assignment``; ``make nbgrader-autograde``, ``make nbgrader-export`` and ``make
 nbgrader-formgrader`` run the rest of nbgrader's pipeline in that folder (``make lab-instructor``
 serves it too, its Formgrader reading this file). See README.md, "Coursework". ``make class``
-(``scripts/class_hub.py``) puts it in the instructor's ``~/course`` on a JupyterHub, where the
+(``classroom/hub.py``) puts it in the instructor's ``~/course`` on a JupyterHub, where the
 course id and the exchange come from the hub's config folder for every user as well (README.md,
 "A class on JupyterHub").
 
-Three parts of nbgrader's chain are the course's own (``course.grading``): feedback without
+Three parts of nbgrader's chain are the course's own (``classroom.grading``): feedback without
 the hidden tests, an untouched check cell taken for the released one (no checksum warning), and
 an export of what was submitted only.
 """
@@ -19,8 +19,8 @@ import os
 from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.preprocessors import GetGrades, OverwriteCells
 
-from course.grading.feedback import HideHiddenTests
-from course.grading.nbgrader_plugins import KeepReleasedCells, SubmittedOnlyCsvExport
+from classroom.grading.feedback import HideHiddenTests
+from classroom.grading.nbgrader_plugins import KeepReleasedCells, SubmittedOnlyCsvExport
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 

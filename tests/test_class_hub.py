@@ -1,6 +1,6 @@
 """A class on JupyterHub, end to end in a browser: what ``make class`` starts.
 
-``scripts/class_hub.py`` sets up a class on loopback: three local Unix accounts with a unique
+``classroom/hub.py`` sets up a class on loopback: three local Unix accounts with a unique
 prefix (an instructor and two students, removed afterwards), nbgrader's exchange (root's, mode
 1777), chapter ``03_agent_loop`` generated and released by the instructor (``00_start_here``
 generated only), and JupyterHub with PAM logins and npm's configurable-http-proxy. Then, in
@@ -36,7 +36,6 @@ import secrets
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,13 +46,12 @@ from fixtures.make_fixtures import fill
 from test_browser import CHROMIUM
 from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _solutions
 
-from course.grading import leaked_solution_lines
-from course.grading.feedback import leaked_hidden_tests
+import classroom.hub as class_hub
+from classroom.grading import leaked_solution_lines
+from classroom.grading.feedback import leaked_hidden_tests
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import class_hub  # noqa: E402
 
 CHAPTER = class_hub.CHAPTER
 INSTRUCTOR_NB = nbformat.read(ROOT / "notebooks" / f"{CHAPTER}.ipynb", as_version=4)
@@ -272,7 +270,7 @@ def _manual_grade(page, hub, student: str, points: float, shots: Path) -> None:
     """Manual Grading > chapter > notebook > the student's submission: the written answer's
     score and a comment, saved when the field is left (waited for in the gradebook)."""
     _formgrader(page, hub, f"gradebook/{CHAPTER}/{CHAPTER}")
-    # The class list names each student (scripts/class_hub.py adds them to the gradebook).
+    # The class list names each student (classroom/hub.py adds them to the gradebook).
     shown = f"Student, {_name(hub, student).title()}"
     href = page.locator("#main-table a.name-shown", has_text=shown).get_attribute("href")
     page.goto(f"{hub.url}{href}")

@@ -140,30 +140,31 @@ CASES = [
     case("raw crash", module("course.guards.warehouse", "--db", "w.sqlite", "--thread", "t",
                              "approve"), "not waiting for a decision", "Fix:",
          id="warehouse approve, nothing waiting"),
-    # python -m course.grading (the class grader)
-    case("wrong result", module("course.grading", "grade", "sub", "--workers", "0"),
+    # python -m classroom.grading (the class grader)
+    case("wrong result", module("classroom.grading", "grade", "sub", "--workers", "0"),
          "--workers", NUMBER, id="grading --workers 0"),
-    case("wrong result", module("course.grading", "grade", "sub", "--cell-timeout", "-1"),
+    case("wrong result", module("classroom.grading", "grade", "sub", "--cell-timeout", "-1"),
          "--cell-timeout", NUMBER, id="grading --cell-timeout -1"),
-    case("wrong result", module("course.grading", "grade", "sub", "--memory-gb", "-1"),
+    case("wrong result", module("classroom.grading", "grade", "sub", "--memory-gb", "-1"),
          "--memory-gb", "from 0.25 to 4096", id="grading --memory-gb -1"),
-    case("raw crash", module("course.grading", "student", "no-such-folder"),
+    case("raw crash", module("classroom.grading", "student", "no-such-folder"),
          "no-such-folder: not a notebook or a folder of notebooks", "Fix:",
          id="grading student, no such source"),
-    # python -m course.workspace (the student's copy)
-    case("unclear error", module("course.workspace", "--dest", "a-file", "sync"),
+    # python -m classroom.workspace (the student's copy)
+    case("unclear error", module("classroom.workspace", "--dest", "a-file", "sync"),
          "a-file is a file", "Fix: rename or move that file", id="workspace --dest a file"),
-    case("unclear error", module("course.workspace", "--dest", "st", "restore", "1" * 5000),
+    case("unclear error", module("classroom.workspace", "--dest", "st", "restore", "1" * 5000),
          "no chapter", "(5000 characters)", id="workspace restore, 5000 digits"),
+    # python -m classroom.hub (the class on JupyterHub)
+    case("wrong result", module("classroom.hub", "--port", "0"), "--port", NUMBER,
+         id="classroom.hub --port 0"),
+    case("wrong result", module("classroom.hub", "--prefix", "../x"),
+         "cannot start an account name", id="classroom.hub --prefix ../x"),
     # python -m course
     case("unclear error", module("course", "nonsense"), "invalid choice", id="course nonsense"),
     # scripts/
     case("hang", script("adversarial.py", "--timeout", "-1"), "--timeout", "give seconds",
          id="adversarial.py --timeout -1"),
-    case("wrong result", script("class_hub.py", "--port", "0"), "--port", NUMBER,
-         id="class_hub.py --port 0"),
-    case("wrong result", script("class_hub.py", "--prefix", "../x"),
-         "cannot start an account name", id="class_hub.py --prefix ../x"),
     case("wrong result", script("colab_mirror.py", "--timeout", "0"), "--timeout 0",
          "from 1 to 86400", id="colab_mirror.py --timeout 0"),
 ]

@@ -1,4 +1,4 @@
-"""Contract cases of the class grader (course/grading/): the output path is checked before any
+"""Contract cases of the class grader (classroom/grading/): the output path is checked before any
 notebook is graded, the CSV never holds a cell a spreadsheet runs as a formula, and two notebooks of
 one name in one student's folder are graded once with the others named. Table tests; the kernels are
 replaced by a stand-in that records what it was asked to grade (one real run at the end)."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from course.grading import classroom, grade_class
-from course.grading.cli import main
-from course.grading.results import CellScore, NotebookResult, OutputPathError, write_scores_csv
+from classroom.grading import grade_class, submissions
+from classroom.grading.cli import main
+from classroom.grading.results import CellScore, NotebookResult, OutputPathError, write_scores_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
@@ -33,7 +33,7 @@ def graded(monkeypatch):
         return NotebookResult(student, Path(source).name, [CellScore("ex1-check", 1, 1,
                                                                      "passed")])
 
-    monkeypatch.setattr(classroom, "grade_notebook", fake)
+    monkeypatch.setattr(submissions, "grade_notebook", fake)
     return calls
 
 
@@ -174,7 +174,7 @@ def test_nbgrader_layout_duplicates_are_named_too(tmp_path, graded):
     (result,) = grade_class(submitted, [SOURCE.parent], None, log=None)
     assert graded[0][1] == submitted / "alice" / "week1" / "practice.ipynb"
     assert any("week2/practice.ipynb" in n for n in result.notes)
-    assert classroom.duplicate_submissions(submitted, {"practice.ipynb": SOURCE}) == {
+    assert submissions.duplicate_submissions(submitted, {"practice.ipynb": SOURCE}) == {
         ("alice", "practice.ipynb"): [submitted / "alice" / "week2" / "practice.ipynb"]}
 
 
@@ -231,7 +231,7 @@ def test_the_nbgrader_export_keeps_every_row_and_neutralises_formulas(tmp_path, 
 
     from nbgrader.api import Gradebook
 
-    from course.grading.nbgrader_plugins import CSV_KEYS, SubmittedOnlyCsvExport
+    from classroom.grading.nbgrader_plugins import CSV_KEYS, SubmittedOnlyCsvExport
 
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     students = [*LEADS.values(), "eve, the second"]

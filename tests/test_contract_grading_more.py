@@ -1,4 +1,4 @@
-"""Contract cases of the grader (course/grading/), more: a duplicated check cell is reported as what
+"""Contract cases of the grader (classroom/grading/), more: a duplicated check cell is reported as what
 it is (the grade_id and the fix), not as nbgrader's "SchemaTooOldError"; and a grader started from a
 virtualenv reached through a symlink grades an honest student 5/5 in the sandbox (the kernel starts
 from a path the sandbox mounts). Table tests; one real sandboxed run at the end."""
@@ -16,15 +16,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.grading.autograde import (
+from classroom.grading.autograde import (
     DuplicateGradeIdError,
     duplicate_grade_ids,
     make_gradebook,
     prepare_submission,
 )
-from course.grading.runner import grade_notebook
-from course.grading.sandbox import kernel_python, sandbox_problem
-from course.grading.student import nbgrader_meta
+from classroom.grading.runner import grade_notebook
+from classroom.grading.sandbox import kernel_python, sandbox_problem
+from classroom.grading.student import nbgrader_meta
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
@@ -107,7 +107,7 @@ def test_the_kernel_starts_from_a_path_the_sandbox_mounts(tmp_path):
     facts = _in_linked_venv(_linked_python(tmp_path), """
 import json, sys
 from pathlib import Path
-from course.grading.sandbox import kernel_env, kernel_python, readable_paths
+from classroom.grading.sandbox import kernel_env, kernel_python, readable_paths
 mounted = readable_paths()
 def seen(p): return any(Path(p) == m or m in Path(p).parents for m in mounted)
 print(json.dumps({"executable": sys.executable, "exe_seen": seen(sys.executable),
@@ -136,7 +136,7 @@ def test_an_honest_student_graded_from_a_symlinked_venv_gets_full_marks(tmp_path
     result = _in_linked_venv(python, f"""
 import json
 from pathlib import Path
-from course.grading.runner import grade_notebook
+from classroom.grading.runner import grade_notebook
 r = grade_notebook(Path({str(SOURCE)!r}), Path({str(student / 'practice.ipynb')!r}), "alice")
 print(json.dumps({{"points": sum(c.points for c in r.cells),
                   "max": sum(c.max_points for c in r.cells), "notes": r.notes}}))

@@ -1,4 +1,4 @@
-"""Contract cases of the student's copy (course/workspace.py): nothing the student wrote is lost,
+"""Contract cases of the student's copy (classroom/workspace.py): nothing the student wrote is lost,
 every bad file skips its own chapter with a message naming it and the fix, nothing is written
 outside the student's folder; a folder made under the old chapter names keeps every file it held.
 Table tests on copies of chapters 00 and 05 (and the renamed chapters) in temporary folders."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_workspace import old_and_new
 
-from course.workspace import (
+from classroom.workspace import (
     MANIFEST,
     RENAMED,
     WorkspaceError,

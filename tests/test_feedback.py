@@ -7,7 +7,7 @@ and the others without one (``EXECUTED`` below), then
 
 - nbgrader's own ``generate_feedback`` (the course template's chain, ``HideHiddenTests``
   included): no HTML page holds a line between the hidden-test markers of its chapter;
-- the class grader's hand-back (``course.grading.feedback.without_hidden_tests``, what
+- the class grader's hand-back (``classroom.grading.feedback.without_hidden_tests``, what
   ``make grade --feedback`` writes, see tests/test_grading.py for the whole grader) applied to
   the same executed notebooks: none either, while the autograded notebooks themselves do.
 
@@ -26,7 +26,7 @@ import pytest
 from fixtures.make_fixtures import fill
 from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _nbgrader, _solutions
 
-from course.grading.feedback import leaked_hidden_tests, without_hidden_tests
+from classroom.grading.feedback import leaked_hidden_tests, without_hidden_tests
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]

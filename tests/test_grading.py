@@ -1,4 +1,4 @@
-"""Coursework: the student edition and the class grader (course/grading/).
+"""Coursework: the student edition and the class grader (classroom/grading/).
 
 Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtures.py``):
 ``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from fixtures.make_fixtures import ATTACKS, MARKER
 
-from course.grading import (
+from classroom.grading import (
     ResourceLimits,
     grade_class,
     graded_cells,
@@ -34,8 +34,8 @@ from course.grading import (
     student_edition,
     write_student_editions,
 )
-from course.grading.feedback import leaked_hidden_tests
-from course.grading.sandbox import FIRST_UID
+from classroom.grading.feedback import leaked_hidden_tests
+from classroom.grading.sandbox import FIRST_UID
 from nbharness import check_cell_ids, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,11 +246,11 @@ def test_feedback_handed_back_holds_no_hidden_test(graded):
 
 def test_command_line_writes_student_edition(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "course.grading", "student", str(SOURCE), "--out", str(tmp_path)],
+        [sys.executable, "-m", "classroom.grading", "student", str(SOURCE), "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "practice.ipynb").is_file() and "wrote" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "course.grading", "grade", str(tmp_path / "x"),
+    bad = subprocess.run([sys.executable, "-m", "classroom.grading", "grade", str(tmp_path / "x"),
                           "--source", str(SOURCE)], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert bad.returncode != 0 and "no such folder of submissions" in bad.stderr
@@ -333,7 +333,7 @@ def test_a_check_scores_only_when_the_guard_confirms_it(adversarial):
 
 
 def test_private_copy_refuses_links_and_special_files(tmp_path):
-    from course.grading.sandbox import SubmissionRefused, private_copy
+    from classroom.grading.sandbox import SubmissionRefused, private_copy
 
     student = tmp_path / "alice"
     (student / "data").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Kernels forked from one pre-imported process (course/kernels.py): real ipykernels
+"""Kernels forked from one pre-imported process (classroom/kernels.py): real ipykernels
 started through jupyter_client with the lab's kernelspec (lab/kernels/python3), each test's
 zygotes in a private runtime folder of its own module, killed at the end.
 
@@ -29,7 +29,7 @@ import pytest
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
-from course import kernels
+from classroom import kernels
 from nbharness import NOTEBOOKS, ROOT, kernel_env, run_notebook
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.grading import leaked_solution_lines
+from classroom.grading import leaked_solution_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_SETUP = ["-o", ".venv/.installed", "-o", ".venv/.assets-ready"]

@@ -6,7 +6,7 @@ points the kernel's ``HF_HUB_CACHE`` at it and sets ``COURSE_MODEL`` to the id: 
 with network (or a prepared cache) takes. Nothing is downloaded (``HF_HUB_OFFLINE=1``). The
 lessons' values are asserted by the bundled runs; this module asserts what the setting changes.
 
-What runs is the *student edition* of each notebook (``course.grading.student_edition``: stubs
+What runs is the *student edition* of each notebook (``classroom.grading.student_edition``: stubs
 instead of solutions, hidden tests removed), as a student who picked a hub model would run it.
 So the same run also shows that the student edition runs top to bottom and prints
 ``[not yet done]`` under every graded check, without executing every chapter once
@@ -19,8 +19,8 @@ import re
 import nbformat
 import pytest
 
+from classroom.grading import student_edition
 from course.assets import converted_model_dir
-from course.grading import student_edition
 from live_models import HUB_ID, write_hub_cache
 from nbharness import MATRIX_NAMES, NOTEBOOKS, check_cell_ids, core_path, run_notebook
 

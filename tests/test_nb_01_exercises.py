@@ -116,7 +116,7 @@ def test_a_wrong_answer_fails_its_check(n, label):
 def test_the_untouched_stub_is_not_yet_done():
     import nbformat
 
-    from course.grading.student import student_edition
+    from classroom.grading.student import student_edition
     from nbharness import NOTEBOOKS
 
     student = {c.id: c.source for c in student_edition(

@@ -10,9 +10,9 @@ import re
 import nbformat
 import pytest
 
+from classroom.grading.student import student_edition
 from course.agents.offline_tools import make_tools
 from course.checks import check
-from course.grading.student import student_edition
 from course.loop.agent_loop import (
     IdealBondTrajectory,
     ScriptedModel,

@@ -9,9 +9,9 @@ import nbformat
 import pytest
 from langchain_core.messages import HumanMessage, trim_messages
 
+from classroom.grading.student import student_edition
 from course.checkpoints import thread_config
 from course.checks import check
-from course.grading.student import student_edition
 from course.trimming.counters import (
     Gpt2FallbackCounter,
     ModelTokenCounter,

@@ -6,9 +6,9 @@ import nbformat
 import pytest
 from langgraph.types import interrupt
 
+from classroom.grading.student import student_edition
 from course.checkpoints import thread_config
 from course.checks import check
-from course.grading.student import student_edition
 from course.guards.confirmation import ApprovalDecision, run_with_approver
 from course.guards.injection import payloads
 from course.guards.warehouse import Coordinator, build_warehouse_graph

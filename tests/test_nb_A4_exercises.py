@@ -9,10 +9,10 @@ import io
 import nbformat
 import pytest
 
+from classroom.grading.student import student_edition
 from course.checks import check
 from course.finetune.data import Trajectory, render, training_tasks
 from course.finetune.train import TrainSettings
-from course.grading.student import student_edition
 from nbharness import NOTEBOOKS, Exercises, _execute
 
 EXERCISES = Exercises("A4_teach_a_small_model.ipynb")

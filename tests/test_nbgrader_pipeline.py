@@ -1,5 +1,5 @@
 """nbgrader as shipped: the course template in ``nbgrader/`` driven by nbgrader's own command
-line (generate_assignment, autograde, export), and ``course.grading`` scoring the same
+line (generate_assignment, autograde, export), and ``classroom.grading`` scoring the same
 submissions identically.
 
 Two courses, three submissions each: full (right answers), untouched (the release), one wrong.
@@ -9,7 +9,7 @@ Two courses, three submissions each: full (right answers), untouched (the releas
   grading). Its "one wrong" submission answers exercise 2 (the agent loop) with a loop fitted to
   the visible asserts only, which the hidden tests catch: 8 of 10.
 - The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
-  model), where ``course.grading`` grades the same submissions and must agree with nbgrader's
+  model), where ``classroom.grading`` grades the same submissions and must agree with nbgrader's
   gradebook cell by cell.
 """
 
@@ -26,7 +26,7 @@ import nbformat
 import pytest
 from fixtures.make_fixtures import RIGHT, WRONG_ANSWERS, fill
 
-from course.grading import ResourceLimits, grade_class
+from classroom.grading import ResourceLimits, grade_class
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]

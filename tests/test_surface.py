@@ -56,7 +56,7 @@ def test_a_package_exports_what_its_users_import(package):
     assert not exported - set(used), f"{package} exports names nobody imports: {exported - set(used)}"
 
 
-@pytest.mark.parametrize("package", [*PACKAGES, "course.grading"])
+@pytest.mark.parametrize("package", [*PACKAGES, "classroom.grading"])
 def test_each_export_is_its_modules_own_object(package):
     module = importlib.import_module(package)
     assert len(module.__all__) == len(set(module.__all__))

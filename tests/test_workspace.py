@@ -11,9 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.grading import leaked_solution_lines, student_edition
-from course.quiz import Question, Quiz, answer_key
-from course.workspace import (
+from classroom.grading import leaked_solution_lines, student_edition
+from classroom.workspace import (
     MANIFEST,
     RENAMED,
     fingerprint,
@@ -21,6 +20,7 @@ from course.workspace import (
     restore_chapter,
     sync_student_copy,
 )
+from course.quiz import Question, Quiz, answer_key
 from nbharness import append_to_first_cell, notebook_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +229,7 @@ def test_the_table_of_renames_matches_the_notebooks():
 def test_work_under_the_old_names_moves_to_the_new_names(tmp_path, monkeypatch, order):
     new, _, dest = old_and_new(tmp_path)
     if order == "reversed":  # no order of the moves overwrites anything
-        monkeypatch.setattr("course.workspace.RENAMED", tuple(reversed(RENAMED)))
+        monkeypatch.setattr("classroom.workspace.RENAMED", tuple(reversed(RENAMED)))
     append_to_first_cell(dest / "05_memory.ipynb", "my memory work")
     append_to_first_cell(dest / "04_guarded_agents.ipynb", "my guarded work")
     for quiz_id, answers in OLD_ANSWERS.items():

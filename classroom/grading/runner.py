@@ -3,8 +3,8 @@ running a sandboxed kernel, a deadline, nbgrader's scoring.
 
 ``grade_notebook`` (the grader's side) refuses a submission holding symlinks or special files,
 copies the student's folder into a fresh private folder owned by the sandbox's uid, prepares
-the notebook with nbgrader's preprocessors (:mod:`course.grading.autograde`) and starts a
-worker process (``python -m course.grading _worker``, outside the sandbox, reading its job on
+the notebook with nbgrader's preprocessors (:mod:`classroom.grading.autograde`) and starts a
+worker process (``python -m classroom.grading _worker``, outside the sandbox, reading its job on
 stdin and answering on stdout) that runs it with a kernel inside the sandbox. The kernel has
 no view of the worker, the job, the instructor's notebook or other submissions, and its
 stdout and stderr go to ``/dev/null``, so it holds none of the worker's pipes. The worker
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.grading.autograde import (
+from classroom.grading.autograde import (
     RunFacts,
     check_unique_grade_ids,
     guarded_client,
@@ -41,9 +41,9 @@ from course.grading.autograde import (
     sandboxed_manager,
     score,
 )
-from course.grading.feedback import without_hidden_tests
-from course.grading.results import CellScore, NotebookResult, ResourceLimits, graded_cells
-from course.grading.sandbox import (
+from classroom.grading.feedback import without_hidden_tests
+from classroom.grading.results import CellScore, NotebookResult, ResourceLimits, graded_cells
+from classroom.grading.sandbox import (
     SandboxUnavailable,
     SubmissionRefused,
     UidPool,
@@ -54,7 +54,7 @@ from course.grading.sandbox import (
     sandbox_problem,
     share_caches,
 )
-from course.grading.student import nbgrader_meta
+from classroom.grading.student import nbgrader_meta
 
 __all__ = ["grade_notebook", "worker_main"]
 
@@ -158,7 +158,7 @@ def sandbox_problem_cached() -> str | None:
 
 def _run_worker(job: dict, limits: ResourceLimits) -> RunFacts:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "course.grading", "_worker"], stdin=subprocess.PIPE,
+        [sys.executable, "-m", "classroom.grading", "_worker"], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(json.dumps(job).encode(),

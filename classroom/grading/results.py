@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.grading.student import nbgrader_meta
+from classroom.grading.student import nbgrader_meta
 
 __all__ = ["CellScore", "NotebookResult", "OutputPathError", "ResourceLimits", "check_csv_path",
            "csv_cell", "graded_cells", "write_scores_csv"]

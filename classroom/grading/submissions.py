@@ -2,7 +2,7 @@
 
 Takes a folder with one sub-folder per student (``submitted/<student>/*.ipynb``, or nbgrader's
 ``submitted/<student>/<assignment>/*.ipynb``), matches notebooks to the instructor's by file
-name and grades each with :func:`course.grading.runner.grade_notebook`.
+name and grades each with :func:`classroom.grading.runner.grade_notebook`.
 
 A student folder holding two notebooks of one name (``alice/practice.ipynb`` and
 ``alice/old/practice.ipynb``) is graded once: the one nearest the student's folder (then the
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import nbformat
 
-from course.grading.autograde import make_gradebook
-from course.grading.results import (
+from classroom.grading.autograde import make_gradebook
+from classroom.grading.results import (
     NotebookResult,
     OutputPathError,
     ResourceLimits,
@@ -30,8 +30,8 @@ from course.grading.results import (
     graded_cells,
     write_scores_csv,
 )
-from course.grading.runner import grade_notebook
-from course.grading.student import find_notebooks
+from classroom.grading.runner import grade_notebook
+from classroom.grading.student import find_notebooks
 
 __all__ = ["duplicate_submissions", "find_submissions", "grade_class"]
 

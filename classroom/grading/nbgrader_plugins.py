@@ -10,7 +10,7 @@
   every assignment in the gradebook, 0.0 where nothing was submitted; this one lists only the
   submissions, with the same columns. Cells are quoted as CSV (a name holding a comma stays in
   its column) and a text cell that starts like a spreadsheet formula (``=``, ``+``, ``-``,
-  ``@``) gets a leading ``'`` (:func:`course.grading.results.csv_cell`): the row is always
+  ``@``) gets a leading ``'`` (:func:`classroom.grading.results.csv_cell`): the row is always
   written, never run as a formula.
 """
 
@@ -23,7 +23,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
 
-from course.grading.results import csv_cell
+from classroom.grading.results import csv_cell
 
 __all__ = ["KeepReleasedCells", "SubmittedOnlyCsvExport", "released_source"]
 

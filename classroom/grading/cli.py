@@ -1,7 +1,7 @@
-"""The command line: ``python -m course.grading student|grade`` (``--help`` for the options).
+"""The command line: ``python -m classroom.grading student|grade`` (``--help`` for the options).
 
 ``student`` writes the student edition of instructor notebooks; ``grade`` grades a folder of
-submissions into a CSV (see :mod:`course.grading.classroom`). Not handled: nbgrader's own
+submissions into a CSV (see :mod:`classroom.grading.submissions`). Not handled: nbgrader's own
 commands (``make nbgrader-*`` drives those with the course template in ``nbgrader/``).
 """
 
@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+from classroom.grading.results import OutputPathError, ResourceLimits
+from classroom.grading.runner import worker_main
+from classroom.grading.sandbox import SandboxUnavailable
+from classroom.grading.student import write_student_editions
+from classroom.grading.submissions import grade_class
 from course.cli import whole_number
-from course.grading.classroom import grade_class
-from course.grading.results import OutputPathError, ResourceLimits
-from course.grading.runner import worker_main
-from course.grading.sandbox import SandboxUnavailable
-from course.grading.student import write_student_editions
 
 __all__ = ["main"]
 
@@ -36,7 +36,7 @@ def _gigabytes(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m course.grading",
+        prog="python -m classroom.grading",
         description="Student edition and class grading for the workbook's exercises.")
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("student", help="write the student edition of instructor notebooks")
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path}")
         except (OSError, ValueError, RuntimeError) as err:  # a missing source, a bad marker
             parser.exit(2, f"{parser.prog} student: {err}. Fix: give instructor notebooks or "
-                           "folders of them, e.g. `python -m course.grading student notebooks`\n")
+                           "folders of them, e.g. `python -m classroom.grading student notebooks`\n")
         return 0
     limits = ResourceLimits(cell_timeout_s=args.cell_timeout,
                             notebook_timeout_s=args.notebook_timeout,

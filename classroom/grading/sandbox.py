@@ -2,8 +2,8 @@
 copy of the submission, an unprivileged uid, resource limits and no network.
 
 What the kernel sees: the system's ``/usr`` and ``/etc``, the Python installation and the
-virtual environment, the ``course`` and ``widgets`` packages and the model caches, all
-read-only; a private ``/tmp``; its own ``/proc`` (a new PID namespace: the grader and other
+virtual environment, the ``course`` and ``widgets`` packages (not ``classroom``, the grader's
+own) and the model caches, all read-only; a private ``/tmp``; its own ``/proc`` (a new PID namespace: the grader and other
 submissions are invisible); and one writable folder holding its private copy of the one
 submission and the kernel's connection sockets. No network namespace but its own, so nothing
 but Unix sockets in that folder reaches out. As root the kernel runs as a uid of its own (one

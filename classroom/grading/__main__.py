@@ -1,4 +1,4 @@
-"""``python -m course.grading``: see :mod:`course.grading.cli`."""
+"""``python -m classroom.grading``: see :mod:`classroom.grading.cli`."""
 
 import sys
 
@@ -7,6 +7,6 @@ import sys
 # process (and each worker) skips it.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from course.grading.cli import main  # noqa: E402
+from classroom.grading.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """A class on JupyterHub on one machine: a hub, an instructor and two students, nbgrader's exchange.
 
-``make class`` (or ``.venv/bin/python scripts/class_hub.py``, as root) sets up and starts:
+``make class`` (or ``.venv/bin/python -m classroom.hub``, as root) sets up and starts:
 
 - local Unix accounts ``<prefix>teacher``, ``<prefix>alice`` and ``<prefix>bob`` (``useradd``,
   homes mode 0700: Debian's default 0755 would let a student read another's work), each with a
@@ -52,8 +52,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]  # the repository: notebooks/, nbgrader/, build/
 COURSE_ID = "agents-workbook"
 CHAPTER = "03_agent_loop"
 PROXY_VERSION = "5.3.0"
@@ -139,7 +138,7 @@ def _require_root() -> None:
     if sys.platform != "linux" or os.geteuid() != 0:
         raise ClassSetupError(
             "the class hub switches to each user's account, so it runs as root on Linux. "
-            "Fix: sudo make class (or sudo .venv/bin/python scripts/class_hub.py)")
+            "Fix: sudo make class (or sudo .venv/bin/python classroom/hub.py)")
 
 
 def proxy_command() -> Path:
@@ -163,7 +162,7 @@ def shared_environment(dest: Path = SHARED_ENV) -> tuple[Path, dict[str, str]]:
     """
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
     if venv == base:
-        raise ClassSetupError("run scripts/class_hub.py with the workbook's venv "
+        raise ClassSetupError("run classroom/hub.py with the workbook's venv "
                               "(.venv/bin/python), not a system Python")
     blocked = blocked_for_others(ROOT) or blocked_for_others(venv)
     if blocked:
@@ -358,7 +357,7 @@ def hub_config(cls: ClassHub) -> str:
     taken = {cls.port}
     hub_port, proxy_api = free_port(taken), free_port(taken)
     ports = {user: free_port(taken) for user in cls.users}
-    return f'''"""The class's JupyterHub (written by scripts/class_hub.py)."""
+    return f'''"""The class's JupyterHub (written by classroom/hub.py)."""
 c = get_config()  # noqa: F821
 ENVIRONMENTS = {envs!r}
 
@@ -518,7 +517,8 @@ def _account_prefix(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m classroom.hub",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, default=ROOT / "build" / "class" / "state",
                         help="the class's folder (exchange, configs, hub database)")
     parser.add_argument("--prefix", type=_account_prefix, default="class-",

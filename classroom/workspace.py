@@ -1,7 +1,7 @@
 """The student's own copy of the workbook: generated once, then never overwritten.
 
 ``make lab`` calls :func:`sync_student_copy`, which writes the student edition of every
-instructor notebook (``course.grading.student_edition``: exercises blank, hidden tests and
+instructor notebook (``classroom.grading.student_edition``: exercises blank, hidden tests and
 outputs removed) into the student's folder (``student/`` at the repository root, git-ignored):
 
 - a notebook that is missing is written;
@@ -71,7 +71,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.grading import student_edition
+from classroom.grading import student_edition
 
 __all__ = [
     "BACKUP_DIR",
@@ -717,7 +717,7 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.workspace",
+    parser = argparse.ArgumentParser(prog="python -m classroom.workspace",
                                      description="The student's own copy of the workbook.")
     parser.add_argument("--source", type=Path, default=NOTEBOOKS_DIR,
                         help="instructor notebooks (default: notebooks/)")

@@ -6,7 +6,7 @@
 region becomes ``raise NotImplementedError()``, hidden tests disappear, outputs are cleared,
 and a leftover marker is an error. ``record_source_cells`` is the same chain with nbgrader's
 ``SaveCells`` at its place, writing the instructor's cells into a gradebook, which is what the
-autograde step reads back (:mod:`course.grading.autograde`).
+autograde step reads back (:mod:`classroom.grading.autograde`).
 
 Not handled: nbgrader's header/footer and autotest steps, releasing to an exchange, and
 course directories (the nbgrader CLI does those; see ``nbgrader/`` at the repository root).

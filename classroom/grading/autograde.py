@@ -7,13 +7,13 @@ configures it, i.e. ``KeepReleasedCells``, ``CheckCellMetadata``) against
 a throw-away gradebook filled by ``record_source_cells``, exactly as ``nbgrader autograde``
 does, so graded and locked cells (hidden tests included) are the instructor's. ``score``
 gives a check cell nbgrader's own ``determine_grade`` when the kernel answered the cell's
-execute request with status ok and the guard (:mod:`course.grading.guard`) confirmed that the
+execute request with status ok and the guard (:mod:`classroom.grading.guard`) confirmed that the
 genuine check ran and passed; otherwise 0 with the reason.
 
 ``guarded_client`` makes nbclient's ``NotebookClient`` plus: a per-cell output cap, a kernel kill
 when an interrupted cell keeps running, the guard's requests around each check cell, and the
-kernel launched in the sandbox (:mod:`course.grading.sandbox`) with its stdout and stderr on
-``/dev/null``. Not handled: running the notebook (that is :mod:`course.grading.runner`).
+kernel launched in the sandbox (:mod:`classroom.grading.sandbox`) with its stdout and stderr on
+``/dev/null``. Not handled: running the notebook (that is :mod:`classroom.grading.runner`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any
 
 import nbformat
 
-from course.grading import guard
-from course.grading.results import CellScore, ResourceLimits, graded_cells
-from course.grading.student import nbgrader_meta, record_source_cells
+from classroom.grading import guard
+from classroom.grading.results import CellScore, ResourceLimits, graded_cells
+from classroom.grading.student import nbgrader_meta, record_source_cells
 
 __all__ = ["DuplicateGradeIdError", "RunFacts", "check_unique_grade_ids", "duplicate_grade_ids", "guarded_client", "make_gradebook", "prepare_submission", "sandboxed_manager", "score"]
 
@@ -95,7 +95,7 @@ def prepare_submission(instructor: nbformat.NotebookNode, submitted: nbformat.No
         OverwriteKernelspec,
     )
 
-    from course.grading.nbgrader_plugins import KeepReleasedCells
+    from classroom.grading.nbgrader_plugins import KeepReleasedCells
 
     with tempfile.TemporaryDirectory(prefix="course-gradebook-") as tmp:
         db_url = gradebook or make_gradebook(instructor, Path(tmp), notebook)
@@ -174,7 +174,7 @@ def _sandboxed_manager_class():
                 os.chown(self.connection_file, self.sandbox_uid, self.sandbox_uid)
 
         def format_kernel_cmd(self, extra_arguments=None):  # type: ignore[override]
-            from course.grading.sandbox import kernel_python
+            from classroom.grading.sandbox import kernel_python
 
             command = list(super().format_kernel_cmd(extra_arguments))
             if command and command[0] == sys.executable:  # maybe through a symlink the
