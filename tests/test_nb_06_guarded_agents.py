@@ -73,9 +73,10 @@ def test_widget_renders_and_scripted_policy_decides(run):
 
 
 def test_pending_approval_survives_another_process(run):
-    text = run.text("restart")
-    assert re.search(r"still waiting for: move_stock\(\{.*'quantity': 25", text)
-    executed = ast.literal_eval(field(text, "after approval, executed here"))
+    resumed = run.record("restart")
+    assert resumed["waiting"]["tool"] == "move_stock"
+    assert resumed["waiting"]["arguments"]["quantity"] == 25
+    executed = resumed["executed"]
     assert [name for name, _ in executed] == ["move_stock"] and executed[0][1]["quantity"] == 25
 
 

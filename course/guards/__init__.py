@@ -30,7 +30,7 @@ from course.exports import lazy_exports
 _EXPORTS = {
     "confirmation": ("ApprovalAudit", "ApprovalDecision", "ScriptedApprover", "decide",
                      "pending_request", "run_with_approver"),
-    "warehouse": ("ConsistencyCheck", "Coordinator", "PausedOrder", "Warehouse",
+    "warehouse": ("ConsistencyCheck", "Coordinator", "PausedOrder", "ResumedRun", "Warehouse",
                   "build_warehouse_graph", "prompt_sizes", "registry_for"),
     "managed": ("DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "Team", "propose_tool", "run_team",
                 "scripted_models"),

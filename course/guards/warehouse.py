@@ -61,6 +61,7 @@ __all__ = [
     "PausedOrder",
     "PromptSizes",
     "Proposal",
+    "ResumedRun",
     "Specialist",
     "SpecialistReport",
     "Task",
@@ -615,6 +616,27 @@ class PausedOrder(Record):
                           f"waiting for approval: {self.waiting}",
                           f"executed so far: {[name for name, _ in self.executed]}",
                           f"{self.site} stock of {self.sku} still: {self.stock}"])
+
+    __repr__ = __str__
+
+
+@dataclass
+class ResumedRun(Record):
+    """A run another process started, resumed here from its checkpoint file: the call it was
+    waiting on when this kernel opened the file, and the writes executed here after the decision."""
+
+    file: str
+    waiting: ApprovalRequest | None
+    executed: list[tuple[str, dict]]
+
+    def record(self) -> dict[str, Any]:
+        return json_safe({"file": self.file,
+                          "waiting": self.waiting.record() if self.waiting else None,
+                          "executed": [[name, args] for name, args in self.executed]})
+
+    def __str__(self) -> str:
+        return (f"this kernel, from {self.file} -> still waiting for: {self.waiting}\n"
+                f"after approval, executed here: {self.executed}")
 
     __repr__ = __str__
 
