@@ -23,8 +23,8 @@ Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the 
 library), :mod:`course.assets` (offline model and tokenizers), :mod:`course.doctor` (the machine
 check), :mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise feedback),
 :mod:`course.checkpoints` (threads and the SQLite checkpointer), :mod:`course.drawing` (figures
-and LangGraph graphs drawn offline), :mod:`course.exports` (a chapter package's names, imported
-on first use), :mod:`course.quiz` (every chapter's quiz; its widget is ``widgets.quiz``),
+and LangGraph graphs drawn offline), :mod:`course.records` (a displayed record's values for
+tests), :mod:`course.quiz` (every chapter's quiz; its widget is ``widgets.quiz``),
 :mod:`course.memory_release` (a kernel gives back what a model's work freed) and
 :mod:`course.cli` (what the command lines share: bad options refused by name, committed results
 never overwritten by default).
@@ -32,6 +32,10 @@ never overwritten by default).
 What runs the class rather than a lesson (grading, the student's copy of the notebooks, the
 lab's kernels, the class on JupyterHub) is the sibling package ``classroom``, which imports from
 this one; nothing here imports it.
+
+Chapter packages export nothing of their own: a name is imported from the module that defines
+it (``from course.tools.registry import ToolRegistry``), so a reader finds each definition where
+the import says, and a new import never needs a second list kept in step.
 
 Importing the package makes offline the default (``HF_HUB_OFFLINE=1`` unless a Hugging Face
 model is chosen), before any Hugging Face library is imported.

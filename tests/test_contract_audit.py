@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from course.tools import ToolGateway, ToolRegistry
-from course.tools.gateway import AuditLog, AuditRecord
+from course.tools.gateway import AuditLog, AuditRecord, ToolGateway
+from course.tools.registry import ToolRegistry
 
 
 def divide(a: int, b: int) -> float:

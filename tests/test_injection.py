@@ -2,20 +2,11 @@
 
 import pytest
 
-from course.guards import (
-    Lab,
-    Payload,
-    as_data,
-    payloads,
-    read_instructions,
-    run_guarded,
-    run_naive,
-    run_suite,
-)
 from course.guards.confirmation import ApprovalDecision, ScriptedApprover
-from course.guards.injection import parse_calls
-from course.guards.injection_payloads import ATTACKER
-from course.guards.injection_reader import LiteralReader
+from course.guards.injection import parse_calls, run_guarded, run_naive, run_suite
+from course.guards.injection_lab import Lab, as_data
+from course.guards.injection_payloads import ATTACKER, Payload, payloads
+from course.guards.injection_reader import LiteralReader, read_instructions
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolError
 

@@ -19,8 +19,9 @@ from course.agents.offline_tools import make_tools
 from course.agents.replay import ReplayModel, replay_run
 from course.agents.traces import RECORDINGS_DIR, load_run
 from course.checkpoints import thread_config
-from course.guards import payloads, run_guarded, run_naive
 from course.guards.confirmation import ScriptedApprover, run_with_approver
+from course.guards.injection import run_guarded, run_naive
+from course.guards.injection_payloads import payloads
 from course.guards.warehouse import build_warehouse_graph
 from course.loop.agent_loop import IdealBondTrajectory, StepDecision, StopRules, run_loop
 from course.loop.budget_graph import build_budget_graph, run_langgraph_with_budget

@@ -18,28 +18,7 @@
 
 Imports go one way: warehouse and injection build on confirmation, managed on warehouse;
 confirmation knows none of them.
-What notebook 04 and the approval panel use is importable from this package (``from course.guards
-import build_warehouse_graph, decide, run_suite``); each name is imported from its module the
-first time it is asked for, so importing one module of the chapter (the sandbox's child process
-imports only :mod:`.sandbox`) does not load the others.
+
+Notebooks and other chapters import each name from the module that defines it
+(``from course.guards.<module> import ...``); this package exports nothing itself.
 """
-
-from course.exports import lazy_exports
-
-#: What notebook 04 and the approval panel use, by the module that defines it.
-_EXPORTS = {
-    "confirmation": ("ApprovalAudit", "ApprovalDecision", "ScriptedApprover", "decide",
-                     "pending_request", "run_with_approver"),
-    "warehouse": ("ConsistencyCheck", "Coordinator", "PausedOrder", "ResumedRun", "Warehouse",
-                  "build_warehouse_graph", "prompt_sizes", "registry_for"),
-    "managed": ("DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "Team", "propose_tool", "run_team",
-                "scripted_models"),
-    "injection_payloads": ("Payload", "payloads"),
-    "injection_lab": ("ALLOWED_HOSTS", "Lab", "as_data"),
-    "injection_reader": ("Readings", "read_instructions"),
-    "injection": ("InjectionRows", "LiveModelAgent", "run_guarded", "run_naive", "run_suite"),
-    "sandbox": ("SandboxRuns", "SuiteSample", "escape_attempts", "run_escape_suite",
-                "run_sandboxed"),
-}
-
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

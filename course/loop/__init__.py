@@ -10,30 +10,6 @@
 - :mod:`.reliability`: reliability multiplies over steps, and what recovery buys.
 - :mod:`.pipelines`: when not to use an agent: a pipeline and an agent on one task, measured.
 
-What notebook 03 and the budget explorer use is importable from this package (``from course.loop
-import StopRules, run_loop``); each name is imported from its module the first time it is asked
-for, so importing one module does not load the others.
+Notebooks and other chapters import each name from the module that defines it
+(``from course.loop.<module> import ...``); this package exports nothing itself.
 """
-
-from course.exports import lazy_exports
-
-#: What notebook 03 and the budget explorer use, by the module that defines it.
-_EXPORTS = {
-    "agent_loop": ("IdealBondTrajectory", "Line", "LoopRun", "LoopState", "LoopStep", "ScriptedModel",
-                   "StepDecision", "StopReason", "StopRules", "StopTable", "Trajectory",
-                   "approximate_token_count", "call_and_observe", "count_messages", "decide",
-                   "describe_result", "run_loop", "start_messages", "system_prompt"),
-    "budget_guard": ("budgeted_code_agent", "run_smolagents_with_budget", "scripted_code_model"),
-    "budget_graph": ("build_budget_graph", "loop_diagram", "run_langgraph_with_budget"),
-    "scenarios": ("replay_recorded_run", "stuck_search_model"),
-    "failures": ("ConversionAgent", "ObeyingModel", "demo_cost", "demo_fabricated_results",
-                 "demo_silent_side_effects", "exchange_rate", "injection_tools", "multiply",
-                 "reference_rate"),
-    "reliability": ("chain_success", "chain_success_with_recovery", "plot_success_curves",
-                    "simulate_chain"),
-    "limitations": ("compare_search_tools", "success_within_budget", "tool_decisions"),
-    "pipelines": ("TICKET", "ChatModelPolicy", "Comparison", "agent_chat", "compare", "outputs_seen",
-                  "scripted_agent"),
-}
-
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

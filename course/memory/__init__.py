@@ -12,24 +12,8 @@
 - :mod:`.prefix_cache`: reusing the KV cache of a conversation's prefix, measured.
 
 Threads, the SQLite checkpointer, its writer guard and pruning are in :mod:`course.checkpoints`
-(chapters 06-05 use them).
+(chapters 04-06 use them).
+
+Notebooks and other chapters import each name from the module that defines it
+(``from course.memory.<module> import ...``); this package exports nothing itself.
 """
-
-from course.exports import lazy_exports
-
-#: What notebooks 05 and 06 and chapter 05's code use, by the module that defines it:
-#: ``from course.memory import build_chat_graph`` is ``course.memory.chat_graph``'s.
-_EXPORTS = {
-    "chat_graph": ("LANGUAGE_TEMPLATE", "LanguageState", "PromptRecorder", "build_chat_graph",
-                   "checkpoint_history", "format_messages", "invoke_and_record", "make_prompt",
-                   "prompt_kind", "prompt_size", "qwen2_chat_text", "render_prompt",
-                   "saved_messages"),
-    "stateless": ("history_effect",),
-    "recorded": ("StoredState", "original_trimming_state", "qwen2_memory"),
-    "store": ("IsolationCheck", "ReadBack", "ScriptedEcho", "ThreadCheck", "ThreadWritten",
-              "measure_growth", "read_thread_from_file", "run_threads_concurrently",
-              "two_writers"),
-    "prefix_cache": ("DEFAULT_TURNS", "measure_prefix_reuse"),
-}
-
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

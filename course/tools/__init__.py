@@ -26,39 +26,6 @@
 - :mod:`.sales`: the tool as the source of truth (a deterministic sales tool).
 - :mod:`.mcp_server`: a small MCP server of coarse business actions, and its client.
 
-What notebook 01 and the later chapters use is importable from this package (``from course.tools
-import ToolRegistry, ToolGateway``); each name is imported from its module the first time it is
-asked for, so importing one module (``python -m course.tools.mcp_server``, the server's own
-process) does not load the others. ``langchain_tools`` here is the registry's
-(:mod:`.adapters`); the MCP client's is ``course.tools.mcp_server.langchain_tools``.
+Notebooks and other chapters import each name from the module that defines it
+(``from course.tools.<module> import ...``); this package exports nothing itself.
 """
-
-from course.exports import lazy_exports
-
-#: What notebook 01, chapters 02-05 and the widgets use, by the module that defines it.
-_EXPORTS = {
-    "calls": ("ToolCall",),
-    "examples": ("get_weather",),
-    "door": ("ToolError",),
-    "registry": ("ToolRegistry", "ToolResult", "ToolStatus", "as_registry"),
-    "gateway": ("Policy", "ToolGateway"),
-    "adapters": ("langchain_tool", "langchain_tools", "smolagents_door", "tool_message"),
-    "protocol": ("CHAT_ROLES", "count_validity", "json_calls", "parse_model_output",
-                 "render_tool_prompt", "template_renders_tools", "tool_list_text",
-                 "tool_prompt_messages"),
-    "constrained": ("PrefixCache", "StopWhenReply", "common_prefix_length", "constrained_call",
-                    "sample_replies"),
-    "protocol_chat": ("LocalToolCallingChat",),
-    "graph": ("react_graph", "transcript"),
-    "kinds": ("RatesService", "tool_kinds_registry"),
-    "slots": ("slot_filling_graph",),
-    "empty_result": ("replies_after_results",),
-    "catalogue": ("LABELLED_REQUESTS", "ToolRetriever", "build_catalogue", "recall_at_k"),
-    "tool_count": ("LAST_FULL_RUN", "ToolCountCurve", "measure_tool_count"),
-    "descriptions": ("GOOD", "POOR", "choices"),
-    "bfcl": ("BFCL_LAST_RUN", "BFCL_TOOLS_RUN", "BfclRun", "evaluate_bfcl"),
-    "sales": ("numbers_backed_by_tool", "sales_summary"),
-    "mcp_server": ("connect",),
-}
-
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

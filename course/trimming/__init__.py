@@ -12,21 +12,7 @@ Read in this order:
 - :mod:`.remedies`: a fact field, a summary in the checkpointed state, ``RemoveMessage``.
 
 The widget is :mod:`widgets.trim_explorer`.
+
+Notebooks and other chapters import each name from the module that defines it
+(``from course.trimming.<module> import ...``); this package exports nothing itself.
 """
-
-from course.exports import lazy_exports
-
-#: What notebook 06 and the explorer widget use (``from course.trimming import trim_and_explain``),
-#: by the module that defines it.
-_EXPORTS = {
-    "counters": ("CountTable", "Gpt2FallbackCounter", "ModelTokenCounter", "ToyCounter",
-                 "worked_example_counter"),
-    "examples": ("ORIGINAL_SETTINGS", "QUESTIONS", "WORKED_BUDGET", "eleven_messages",
-                 "make_messages", "parse_conversation", "worked_example_messages"),
-    "graph": ("TurnRuns", "converse", "pipeline_chat_model"),
-    "remedies": ("build_facts_graph", "build_summary_graph", "extract_user_name", "facts_input"),
-    "rules": ("KeptSets", "TrimReport", "refused_options", "trim_and_explain",
-              "without_trim_messages"),
-}
-
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
