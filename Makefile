@@ -101,6 +101,7 @@ test: assets browser sandbox class-proxy
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean-outputs: install
 	$(VENV)/bin/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb

@@ -1,5 +1,6 @@
-"""ruff is part of the suite: the tree is lint-clean; code and config carry no issue numbers, and
-docs/ points to nothing outside the repository."""
+"""ruff and mypy are part of the suite: the tree is lint-clean (the complexity gate included) and
+checks its types; code and config carry no issue numbers, and docs/ points to nothing outside
+the repository."""
 
 import re
 import subprocess
@@ -7,6 +8,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_types_check():
+    """mypy over course/, widgets/ and classroom/ as pyproject.toml configures it (its cache in
+    build/, which the suite may write)."""
+    out = subprocess.run([sys.executable, "-m", "mypy"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
 def test_ruff_clean():
