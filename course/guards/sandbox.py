@@ -367,7 +367,7 @@ def escape_attempts(marker: str, secret_file: str) -> list[EscapeAttempt]:
     """
     touch = f"touch {marker}"
     c = CANARY_VARIABLE
-    attempts = [
+    attempts: list[tuple[str, str, Goal, str]] = [
         ("import os", "os", "run-command", f"import os\nos.system('{touch}')"),
         ("from os import system", "os", "run-command", f"from os import system\nsystem('{touch}')"),
         ("import posix", "os", "run-command", f"import posix\nposix.system('{touch}')"),

@@ -66,7 +66,7 @@ class RecordedLine:
 class SideBySide(Record):
     """Rows of (user message, live reply, published text), each with its label and author."""
 
-    rows: list[tuple[RecordedLine, str]]
+    rows: list[tuple[RecordedLine, str | None]]
     live_label: str
     recorded_model: str
 

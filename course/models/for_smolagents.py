@@ -32,7 +32,7 @@ class SharedTransformersModel(TransformersModel):
     def __init__(self, local: LocalModel, max_new_tokens: int = 256,
                  apply_chat_template_kwargs: dict | None = None, **kwargs: Any) -> None:
         self._is_vlm = False
-        self.model_kwargs = {}
+        self.model_kwargs: dict[str, Any] = {}
         self.apply_chat_template_kwargs = apply_chat_template_kwargs or {}
         self.model = local.model
         self.tokenizer = local.tokenizer

@@ -94,8 +94,8 @@ def gpu_info() -> GpuInfo | None:
     for index in range(count):
         device_free, device_total = torch.cuda.mem_get_info(index)
         free, total = free + device_free, total + device_total
-    return GpuInfo(torch.cuda.get_device_name(0), tuple(torch.cuda.get_device_capability(0)),
-                   count, free, total, cuda_dtype())
+    major, minor = torch.cuda.get_device_capability(0)
+    return GpuInfo(torch.cuda.get_device_name(0), (major, minor), count, free, total, cuda_dtype())
 
 
 def placement(device: str | None = None) -> Placement:

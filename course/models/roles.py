@@ -172,7 +172,8 @@ def describe_models() -> ModelsReport:
         report.server_answers = False
         report.problem = str(err)
         return report
-    report.served_model = choice.served_model or (report.server_models or [None])[0]
+    report.served_model = choice.served_model or (report.server_models[0] if report.server_models
+                                                  else None)
     if report.served_model not in report.server_models:
         report.problem = (f"{MODEL_SETTING}: the server does not list "
                           f"{report.served_model!r}. Fix: append '#<one of the listed ids>'.")

@@ -149,6 +149,8 @@ class RequestDeadline:
 def retry_after(response: Any) -> float | None:
     """The seconds a response's ``Retry-After`` header asks for, or None."""
     raw = (getattr(response, "headers", None) or {}).get("retry-after")
+    if raw is None:
+        return None
     try:
         value = float(raw)
     except (TypeError, ValueError):

@@ -131,7 +131,7 @@ def _as_call(value: Any) -> ToolCall:
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         raise _NotACall("JSON has no string 'name' field")
     name = value["name"]
-    arguments = next((value[k] for k in ("arguments", "parameters", "args") if k in value), {})
+    arguments: object = next((value[k] for k in ("arguments", "parameters", "args") if k in value), {})
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)

@@ -402,6 +402,7 @@ class ToolRegistry:
             raise TypeError(f"a tool name must be a string, got {type(name).__name__} {name!r}")
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        auto_name: object  # a callable's ``name`` may be anything: checked below
         if schema is None:
             auto_name, auto_description, parameters = schema_from_function(fn)
         else:
