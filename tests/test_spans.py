@@ -1,16 +1,23 @@
 """Agent runs as OpenTelemetry spans: the note's weather replay through OpenInference's
 instrumentation and an in-memory exporter, its OTLP JSON file, and the door's verdicts."""
 
+import dataclasses
 import json
 
 import pytest
+from opentelemetry import trace as trace_api
 
+from course.agents import spans as spans_module
 from course.agents.replay import ReplayModel, local_tokenizer, replay_run
 from course.agents.spans import (
+    OTLP_HTTP_PACKAGE,
+    PHOENIX_LOCAL,
     PROVENANCE_LABELS,
     capture,
     door_verdict,
     load_spans,
+    otlp_target,
+    send_spans,
     spans_from_otlp_json,
     uninstrument,
 )
@@ -225,3 +232,119 @@ def test_verdicts_and_labels():
         pass
     with pytest.raises(TypeError, match=r"traces\.Run"), capture(recording={"steps": 1}):
         pass
+
+
+def test_the_summary_is_a_record_of_the_tree(weather):
+    summary = weather[2].summary("weather")
+    record = summary.record()
+    assert str(summary).splitlines()[0] == "weather: 12 spans (AGENT 1, CHAIN 3, LLM 3, TOOL 5)"
+    assert str(summary).splitlines()[1:] == weather[2].tree().splitlines()
+    assert (record["spans"], record["provenance"], record["outputs"]) == (
+        12, ["recorded"], "reconstructed")
+    assert [(c["step"], c["prompt"], c["figures"]) for c in record["llm_calls"]] == [
+        (1, 2083, "recorded"), (2, 3345, "derived"), (3, 4100, "recorded")]
+    assert [(c["name"], c["verdict"]) for c in record["tool_calls"]] == [
+        ("web_search", "allowed"), ("web_search", "allowed"), ("final_answer", None)]
+    json.dumps(record)
+
+
+def test_the_otlp_target_comes_from_the_environment_without_the_network(monkeypatch):
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    nothing = otlp_target({})
+    assert (nothing.endpoint, nothing.ready) == (None, False)
+    assert 'pip install ".[phoenix]"' in str(nothing) and "\n" not in str(nothing)
+    base = otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://class.example:6006/"})
+    assert base.endpoint == "http://class.example:6006/v1/traces"
+    assert not base.ready and OTLP_HTTP_PACKAGE in base.advice()
+    full = otlp_target({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c.example/x",
+                        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://ignored.example"})
+    assert full.endpoint == "http://c.example/x"
+    assert otlp_target({"PHOENIX_COLLECTOR_ENDPOINT": "http://p.example:6006"}).endpoint == \
+        "http://p.example:6006/v1/traces"
+    monkeypatch.setattr(spans_module, "_installed", lambda package: True)
+    assert otlp_target({}).endpoint == PHOENIX_LOCAL and otlp_target({}).ready
+
+
+def test_send_spans_sends_nothing_unless_configured(weather, monkeypatch):
+    import socket
+
+    made = []
+
+    def factory(endpoint):
+        made.append(endpoint)
+        raise AssertionError("no exporter may be made")
+
+    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("connected"))
+    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    sent = send_spans(weather[2], otlp_target({}), exporter_factory=factory)
+    assert (sent.sent, sent.outcome, made) == (0, "nothing sent", [])
+    # an endpoint without the exporter's package: still nothing
+    sent = send_spans(weather[2], otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:1"}),
+                      exporter_factory=factory)
+    assert (sent.sent, made) == (0, [])
+
+
+def test_send_spans_exports_them_and_the_later_runs(weather, monkeypatch):
+    class Fake:
+        def __init__(self, endpoint):
+            self.endpoint, self.got = endpoint, []
+            made.append(self)
+
+        def export(self, spans):
+            from opentelemetry.sdk.trace.export import SpanExportResult
+
+            self.got += spans
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self):
+            pass
+
+        def force_flush(self, timeout_millis=0):
+            return True
+
+    made: list[Fake] = []
+    target = dataclasses.replace(otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:1"}),
+                                 exporter_installed=True)
+    before = list(spans_module._PROCESSOR.extra)
+    try:
+        sent = send_spans(weather[2], target, exporter_factory=Fake)
+        assert (sent.sent, sent.outcome, sent.endpoint) == (12, "SUCCESS", "http://c:1/v1/traces")
+        assert str(sent).startswith("sent 12 spans to http://c:1/v1/traces")
+        assert [s.name for s in made[0].got] == [s.name for s in weather[2]]
+        again = send_spans(weather[2], target, exporter_factory=Fake)  # follows once per endpoint
+        assert again.sent == 12 and len(made) == 3
+        with capture(provenance="scripted"):
+            with trace_api.get_tracer("t", tracer_provider=spans_module.tracer_provider()) \
+                    .start_as_current_span("later"):
+                pass
+        spans_module._PROCESSOR.force_flush()
+        assert [s.name for s in made[1].got] == ["later"]  # the processor's exporter
+    finally:
+        for processor in spans_module._PROCESSOR.extra[len(before):]:
+            processor.shutdown()
+        spans_module._PROCESSOR.extra[:] = before
+        spans_module._FOLLOWING.clear()
+
+
+def test_a_failed_send_says_so_and_follows_nothing(weather):
+    class Refused:
+        def __init__(self, endpoint):
+            pass
+
+        def export(self, spans):
+            from opentelemetry.sdk.trace.export import SpanExportResult
+
+            return SpanExportResult.FAILURE
+
+    target = dataclasses.replace(otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:1"}),
+                                 exporter_installed=True)
+    before = list(spans_module._PROCESSOR.extra)
+    sent = send_spans(weather[2], target, exporter_factory=Refused)
+    assert (sent.sent, sent.outcome) == (12, "FAILURE") and "phoenix serve" in str(sent)
+    assert spans_module._PROCESSOR.extra == before and not spans_module._FOLLOWING

@@ -35,20 +35,30 @@ wraps only the models smolagents exports; a door tool's TOOL span is named after
 Spans are saved and loaded as OTLP JSON (:meth:`Spans.save`, :func:`load_spans`), encoded by
 OpenTelemetry's own OTLP protobuf encoder, with ids in hex as OTLP/JSON asks.
 
-Not handled: metrics and logs; sampling (every span is kept); sending spans anywhere
-(:func:`add_span_processor` takes any exporter's processor, e.g. an OTLP exporter towards a
-Phoenix or a collector); streaming runs' recorded figures; recorded figures of managed agents
-(one agent per recording).
+A lesson displays :meth:`Spans.summary` (:class:`SpanTree`: the tree for the student, the counts,
+token figures and tool calls as a record for the tests). Sending spans to a trace UI is opt-in:
+:func:`otlp_target` reads where they would go from the environment (``OTEL_EXPORTER_OTLP_*``,
+``PHOENIX_COLLECTOR_ENDPOINT``) or an installed Phoenix on localhost, without touching the
+network, and :func:`send_spans` exports them with the SDK's OTLP/HTTP exporter
+(``opentelemetry-exporter-otlp-proto-http``, which Phoenix's extra brings) only when a target
+is configured; otherwise it sends nothing and says what to install and set.
+
+Not handled: metrics and logs; sampling (every span is kept); OTLP over gRPC (HTTP only);
+streaming runs' recorded figures; recorded figures of managed agents (one agent per
+recording).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
+import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +70,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-__all__ = ["COURSE_ATTRIBUTES", "PROVENANCE_LABELS", "Spans", "add_span_processor", "capture",
-           "door_verdict", "instrument", "load_spans", "spans_from_otlp_json", "tracer_provider",
-           "uninstrument"]
+from course.records import Record
+
+__all__ = ["COURSE_ATTRIBUTES", "ENDPOINT_VARIABLES", "OTLP_HTTP_PACKAGE", "PHOENIX_LOCAL",
+           "PROVENANCE_LABELS", "OtlpTarget", "SpanTree", "Spans", "add_span_processor", "capture",
+           "door_verdict", "instrument", "load_spans", "otlp_target", "send_spans",
+           "spans_from_otlp_json", "tracer_provider", "uninstrument"]
 
 PROVENANCE_LABELS = ("measured", "recorded", "reconstructed", "scripted")
 """A run's label: a model ran here, a replay of a recording, written by the course, a script."""
@@ -512,6 +525,29 @@ class Spans(Sequence):
                 walk(root, 0)
         return "\n".join(lines)
 
+    def summary(self, title: str = "") -> SpanTree:
+        """The spans as a displayed record: :meth:`tree` under ``title`` for the student; the
+        counts by kind, the provenance labels, each LLM call's step and token figures and each
+        tool call's name, arguments and door verdict as values."""
+        counts: dict[str, int] = {}
+        for span in self.spans:
+            kind = str((span.attributes or {}).get(KIND, "?"))
+            counts[kind] = counts.get(kind, 0) + 1
+        agent = (self.agents or [None])[0]
+        llm = [{"step": a.get(STEP), "prompt": a.get(PROMPT), "completion": a.get(COMPLETION),
+                "figures": a.get(TOKEN_FIGURES), "measured_prompt": a.get(MEASURED_PROMPT)}
+               for a in (dict(s.attributes or {}) for s in self.llm_calls)]
+        tools = [{"name": a.get("tool.name", s.name),
+                  "arguments": json.loads(str(a[TOOL_ARGUMENTS])) if TOOL_ARGUMENTS in a else None,
+                  "verdict": a.get(DOOR_VERDICT)}
+                 for s in self.tool_calls() for a in [dict(s.attributes or {})]]
+        return SpanTree(
+            title=title, tree=self.tree(), spans=len(self), kinds=counts,
+            provenance=sorted({str((s.attributes or {}).get(PROVENANCE)) for s in self.spans
+                               if PROVENANCE in (s.attributes or {})}),
+            outputs=None if agent is None else (agent.attributes or {}).get(OUTPUTS),
+            llm_calls=llm, tool_calls=tools)
+
     # ----- OTLP JSON -----
     def to_otlp_json(self, indent: int | None = None) -> str:
         """The spans as OTLP JSON (an ``ExportTraceServiceRequest``, ids in hex)."""
@@ -526,6 +562,29 @@ class Spans(Sequence):
         path = Path(path)
         path.write_text(self.to_otlp_json(indent=1), encoding="utf-8")
         return path
+
+
+@dataclasses.dataclass
+class SpanTree(Record):
+    """A run's spans as the student reads them (the indented tree under a title) and as a test
+    reads them (counts by kind, labels, token figures, tool calls with arguments and verdicts)."""
+
+    title: str
+    tree: str
+    spans: int
+    kinds: dict[str, int]
+    provenance: list[str]
+    outputs: str | None
+    llm_calls: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{kind} {n}" for kind, n in self.kinds.items())
+        head = f"{self.title}: " if self.title else ""
+        return f"{head}{self.spans} spans ({counts})\n{self.tree}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
 
 def load_spans(path: str | Path) -> Spans:
@@ -613,3 +672,109 @@ def _any_value(value: Any) -> Any:
 
 def _attributes(pairs: Any) -> dict[str, Any]:
     return {kv.key: _any_value(kv.value) for kv in pairs}
+
+
+# ----- sending spans to a trace UI ------------------------------------------------------------
+OTLP_HTTP_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
+PHOENIX_PACKAGE = "arize-phoenix"
+PHOENIX_LOCAL = "http://localhost:6006/v1/traces"
+"""Where a Phoenix started on this machine (``phoenix serve``) takes OTLP over HTTP."""
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT",
+                      "PHOENIX_COLLECTOR_ENDPOINT")
+"""Read in this order: the first is the traces URL as it is (OpenTelemetry's rule), the other
+two a collector's base URL, to which ``/v1/traces`` is added."""
+
+
+def _installed(package: str) -> bool:
+    try:
+        metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@dataclasses.dataclass
+class OtlpTarget(Record):
+    """Where :func:`send_spans` sends spans (``endpoint``; ``None``: nowhere), why, what is
+    installed, and, once sent, how many spans went and the exporter's answer."""
+
+    endpoint: str | None
+    why: str
+    exporter_installed: bool
+    phoenix_installed: bool
+    sent: int = 0
+    outcome: str = "nothing sent"
+
+    @property
+    def ready(self) -> bool:
+        return self.endpoint is not None and self.exporter_installed
+
+    def advice(self) -> str:
+        """What to install and set, in one line."""
+        if self.endpoint is not None and not self.exporter_installed:
+            return f"pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter), then run again"
+        return ('to see the spans in a trace UI: pip install ".[phoenix]" and start '
+                "`phoenix serve` (it listens on localhost:6006), or set OTEL_EXPORTER_OTLP_ENDPOINT "
+                f"to your class's collector and pip install {OTLP_HTTP_PACKAGE}; then run again")
+
+    def __str__(self) -> str:
+        if self.sent:
+            line = f"sent {self.sent} spans to {self.endpoint} ({self.why}): {self.outcome}"
+            if self.outcome != "SUCCESS":
+                line += "; is the collector running there? (Phoenix: `phoenix serve`)"
+            return line
+        where = f"to {self.endpoint} " if self.endpoint else ""
+        return f"nothing sent {where}({self.why}); {self.advice()}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def otlp_target(environ: Mapping[str, str] | None = None) -> OtlpTarget:
+    """Where spans would go, read from ``environ`` (default ``os.environ``) and the installed
+    packages; nothing is opened or sent. An endpoint variable (:data:`ENDPOINT_VARIABLES`) wins;
+    else an installed Phoenix means the one on this machine (:data:`PHOENIX_LOCAL`); else none."""
+    environ = os.environ if environ is None else environ
+    exporter, phoenix = _installed(OTLP_HTTP_PACKAGE), _installed(PHOENIX_PACKAGE)
+    for name in ENDPOINT_VARIABLES:
+        value = (environ.get(name) or "").strip()
+        if value:
+            endpoint = value if name == ENDPOINT_VARIABLES[0] else \
+                value.rstrip("/") + "/v1/traces"
+            return OtlpTarget(endpoint, f"{name} is set", exporter, phoenix)
+    if phoenix:
+        return OtlpTarget(PHOENIX_LOCAL, "Phoenix is installed: the one on this machine",
+                          exporter, phoenix)
+    return OtlpTarget(None, "no OTLP endpoint set and no Phoenix installed", exporter, phoenix)
+
+
+_FOLLOWING: set[str] = set()  # endpoints that every later span goes to as well
+
+
+def send_spans(spans: Sequence[ReadableSpan], target: OtlpTarget | None = None, *,
+               follow: bool = True,
+               exporter_factory: Callable[[str], Any] | None = None) -> OtlpTarget:
+    """Export ``spans`` to ``target`` (default :func:`otlp_target`) with the SDK's OTLP/HTTP
+    exporter, and with ``follow``, once that export succeeded, send every later span there too
+    (:func:`add_span_processor` with a ``BatchSpanProcessor``, once per endpoint). With no endpoint, or without the
+    exporter's package, nothing is imported, opened or sent: the target comes back with
+    ``sent=0`` and its :meth:`OtlpTarget.advice`. ``exporter_factory(endpoint)`` replaces the
+    OTLP exporter (a test's fake)."""
+    target = target or otlp_target()
+    if not target.ready or not spans:
+        return target
+    assert target.endpoint is not None
+    if exporter_factory is None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        def exporter_factory(endpoint: str) -> Any:
+            return OTLPSpanExporter(endpoint=endpoint, timeout=5)
+
+    result = exporter_factory(target.endpoint).export(list(spans))
+    outcome = str(getattr(result, "name", result))
+    if follow and outcome == "SUCCESS" and target.endpoint not in _FOLLOWING:
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        _FOLLOWING.add(target.endpoint)
+        add_span_processor(BatchSpanProcessor(exporter_factory(target.endpoint)))
+    return dataclasses.replace(target, sent=len(spans), outcome=outcome)
