@@ -17,6 +17,7 @@ A1_tool_benchmarks      course.tools (bfcl, tool_count)                -
 A2_checkpoint_files     course.memory (store, prefix_cache)            -
 A3_sandbox_escapes      course.guards (sandbox)                        -
 A4_teach_a_small_model  course.finetune (tools adapter: LoRA, PEFT)    -
+A5_traces_as_spans      course.agents (spans: OpenTelemetry, OTLP)     -
 ======================  =============================================  =========================
 
 Machinery: :mod:`course.settings` (``COURSE_MODEL``), :mod:`course.models` (the model for each
