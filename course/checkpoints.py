@@ -53,12 +53,21 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+    )
 
 __all__ = [
     "LOCK_WAIT_S",
@@ -201,7 +210,7 @@ def _locked_error(path: Path | str | None, err: BaseException) -> DatabaseLocked
         f"again. Note: {WAL_NOTE}.")
 
 
-def thread_config(thread_id: str) -> dict:
+def thread_config(thread_id: str) -> RunnableConfig:
     """The config that selects a conversation: ``{"configurable": {"thread_id": ...}}``.
 
     The id must be non-empty text that can be stored (UTF-8): a lone surrogate is refused.
@@ -280,19 +289,23 @@ class GuardedSqliteSaver(SqliteSaver):
         """Close the saver's connection after folding its WAL in: :func:`close_saver`."""
         close_saver(self)
 
-    def get_tuple(self, config: dict) -> Any:
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         _checked_thread(config)
         return super().get_tuple(config)
 
-    def list(self, config: dict | None, **kwargs: Any) -> Iterator[Any]:
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None,
+             limit: int | None = None) -> Iterator[CheckpointTuple]:
         _checked_thread(config)
-        return super().list(config, **kwargs)
+        return super().list(config, filter=filter, before=before, limit=limit)
 
-    def put_writes(self, config: dict, writes: Any, task_id: str, task_path: str = "") -> None:
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
         _checked_thread(config)
         return super().put_writes(config, writes, task_id, task_path)
 
-    def put(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> dict:
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
         _checked_thread(config)
         if (metadata or {}).get("source") not in CONTINUING_SOURCES:
             return super().put(config, checkpoint, metadata, new_versions)
@@ -332,7 +345,7 @@ class GuardedSqliteSaver(SqliteSaver):
                                  "checkpoint_id": checkpoint["id"]}}
 
     @staticmethod
-    def _metadata_json(config: dict, metadata: Any) -> bytes:
+    def _metadata_json(config: RunnableConfig, metadata: Any) -> bytes:
         import json
 
         from langgraph.checkpoint.base import get_checkpoint_metadata

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import ipywidgets as w
+from langchain_core.runnables import RunnableConfig
 
 from course.guards.confirmation import ApprovalAudit, ApprovalDecision, decide, pending_request
 from widgets import Displayed
@@ -26,7 +27,7 @@ __all__ = ["ApprovalPanel"]
 class ApprovalPanel(Displayed, w.VBox):
     """A panel for one graph thread: the pending call and three buttons that resume it."""
 
-    def __init__(self, graph: Any, config: dict, approver: str = "human:notebook") -> None:
+    def __init__(self, graph: Any, config: RunnableConfig, approver: str = "human:notebook") -> None:
         self.graph, self.config, self.approver = graph, config, approver
         self.request_view = w.HTML()
         self.arguments = w.Textarea(layout=w.Layout(width="100%", height="120px"),

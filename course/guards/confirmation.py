@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
@@ -136,7 +137,7 @@ class ApprovalAudit(Record):
     entries: list[dict[str, Any]]
 
     @classmethod
-    def of(cls, graph: Any, config: dict) -> ApprovalAudit:
+    def of(cls, graph: Any, config: RunnableConfig) -> ApprovalAudit:
         """The audit saved in ``graph``'s checkpoint for the thread ``config``."""
         return cls(list(graph.get_state(config).values.get("audit", [])))
 
@@ -205,6 +206,18 @@ def ask_approval(call: dict, risk: str, description: str, subject: str) -> Appro
         return ApprovalDecision("reject", "runtime", note=f"unreadable decision: {err}")
 
 
+def _call_ids(message: AIMessage) -> list[str]:
+    """The ids of ``message``'s tool calls; ValueError, before any call runs, if one has none
+    (LangChain allows ``"id": None``, but the ``ToolMessage`` that answers a call needs its id)."""
+    ids = [call["id"] for call in message.tool_calls]
+    missing = [call["name"] for call in message.tool_calls if call["id"] is None]
+    if missing:
+        raise ValueError(f"the model's call to {', '.join(missing)} has no id (the ToolMessage "
+                         "with its result needs one); no call of this reply ran. Fix: give every "
+                         "tool call an id, as chat models do.")
+    return [call_id for call_id in ids if call_id is not None]
+
+
 def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
                          checkpointer: Any) -> Any:
     """Compile the agent -> tools -> confirm graph over ``gateway`` for ``subject``.
@@ -222,14 +235,16 @@ def build_approval_graph(gateway: ToolGateway, model: Model, subject: str,
 
     def tools(state: ApprovalState) -> dict:
         last = state["messages"][-1]
-        messages, queue = [], []
-        for call in last.tool_calls:
+        assert isinstance(last, AIMessage), "after_agent routes here from a reply with tool_calls"
+        messages: list[ToolMessage] = []
+        queue: list[dict[str, Any]] = []
+        for call, call_id in zip(last.tool_calls, _call_ids(last), strict=True):
             name = call["name"]
             if _needs_human(registry, name, call["args"]):
-                queue.append({"name": name, "args": dict(call["args"]), "id": call["id"]})
+                queue.append({"name": name, "args": dict(call["args"]), "id": call_id})
                 continue
             result = gateway.execute(name, call["args"], subject=subject)
-            messages.append(tool_message(result, call["id"], name))
+            messages.append(tool_message(result, call_id, name))
         return {"messages": messages, "queue": queue}
 
     def confirm(state: ApprovalState) -> dict:
@@ -309,14 +324,14 @@ class ScriptedApprover:
         return ApprovalDecision(rule, self.approver)
 
 
-def pending_request(graph: Any, config: dict) -> ApprovalRequest | None:
+def pending_request(graph: Any, config: RunnableConfig) -> ApprovalRequest | None:
     """The call the graph is waiting on (from its interrupt), or None if it is not waiting."""
     state = graph.get_state(config)
     interrupts = [i for task in state.tasks for i in task.interrupts]
     return ApprovalRequest.from_interrupt(interrupts[0].value) if interrupts else None
 
 
-def decide(graph: Any, config: dict, decision: ApprovalDecision | dict | str) -> dict:
+def decide(graph: Any, config: RunnableConfig, decision: ApprovalDecision | dict | str) -> dict:
     """Resume a waiting graph with one decision; returns the graph's output of that step."""
     if pending_request(graph, config) is None:
         raise RuntimeError("this thread is not waiting for a decision: nothing to resume. "
@@ -324,7 +339,7 @@ def decide(graph: Any, config: dict, decision: ApprovalDecision | dict | str) ->
     return graph.invoke(Command(resume=ApprovalDecision.parse(decision).as_resume()), config)
 
 
-def run_with_approver(graph: Any, config: dict, request_text: str,
+def run_with_approver(graph: Any, config: RunnableConfig, request_text: str,
                       approver: Callable[[ApprovalRequest], ApprovalDecision]) -> dict:
     """Run from a user request to the end, asking ``approver`` at every interrupt.
 

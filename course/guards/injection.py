@@ -173,7 +173,7 @@ def _reading_of(model: Any) -> list[str]:
 
 
 #: What the guarded runtime did with a call that was not held for a human, by its status.
-_REFUSED_AS = {
+_REFUSED_AS: dict[str, str] = {
     ToolStatus.UNKNOWN_TOOL: "refused: unknown tool",
     ToolStatus.NOT_ALLOWED: "refused: not on the allowlist",
     ToolStatus.INVALID_ARGUMENTS: "refused: invalid arguments",

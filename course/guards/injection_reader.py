@@ -161,8 +161,11 @@ def _python_call(name: str, inside: str) -> dict[str, Any]:
     """The arguments of ``name(inside)`` when they are Python literals (else {})."""
     try:
         call = ast.parse(f"f({inside})", mode="eval").body
+        if not isinstance(call, ast.Call):  # ``inside`` closed the call early: "1) + (2"
+            return {}
         positional = [ast.literal_eval(a) for a in call.args]
-        args = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        # (a ``**mapping`` argument has no name, k.arg is None: it is not read)
+        args = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg is not None}
     except (SyntaxError, ValueError):
         return {}
     args.update(zip(KNOWN_TOOLS.get(name, ()), positional, strict=False))

@@ -96,13 +96,14 @@ def _answer_json(observation: str) -> dict[str, Any]:
 
 
 def _text(message: ChatMessage | dict) -> str:
-    content = message.content if isinstance(message, ChatMessage) else message.get("content")
+    content: str | list[dict[str, Any]] | None = (
+        message.content if isinstance(message, ChatMessage) else message.get("content"))
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content or ""
 
 
-def _role(message: ChatMessage | dict) -> str:
+def _role(message: ChatMessage | dict) -> str | None:  # None: a dict without a role
     role = message.role if isinstance(message, ChatMessage) else message.get("role")
     return getattr(role, "value", role)
 
@@ -248,7 +249,8 @@ def build_team(models: dict[str, Model] | Model, coordinator: Coordinator | None
     coordinator = coordinator or Coordinator()
     model_for = models if isinstance(models, dict) else dict.fromkeys(
         ["manager", *coordinator.specialists], models)
-    proposals, agents = {}, {}
+    proposals: dict[str, list[Proposal]] = {}
+    agents: dict[str, ToolCallingAgent] = {}
     for name, specialist in coordinator.specialists.items():
         reads = {n: "read" for n in specialist.tool_names()
                  if specialist.registry.spec(n).risk == "read"}

@@ -37,6 +37,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from course.checkpoints import sqlite_checkpointer, thread_config
@@ -593,7 +594,7 @@ class PausedOrder(Record):
     label: str = ""
 
     @classmethod
-    def of(cls, graph: Any, config: dict, warehouse: Warehouse, when: str = "stopped",
+    def of(cls, graph: Any, config: RunnableConfig, warehouse: Warehouse, when: str = "stopped",
            label: str = "", site: str = "RTM", sku: str = "SKU-100") -> PausedOrder:
         """The run of ``graph`` on the thread ``config``, over ``warehouse``, as it stands."""
         return cls(tuple(graph.get_state(config).next), pending_request(graph, config),

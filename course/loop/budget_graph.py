@@ -18,7 +18,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, UsageMetadata
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, StateGraph
@@ -93,7 +93,8 @@ def build_budget_graph(decisions: Sequence[StepDecision], tools: Sequence[Any],
     graph.add_edge("tools", "agent")
     graph.add_edge("budget_stop", END)
     app = graph.compile(checkpointer=MemorySaver())
-    app.token_unit = token_unit  # read by run_langgraph_with_budget
+    # read by run_langgraph_with_budget: an attribute of ours, which langgraph's class does not declare
+    app.token_unit = token_unit  # type: ignore[attr-defined]
     return app
 
 
@@ -109,10 +110,11 @@ def run_langgraph_with_budget(graph: Any, task: str, token_budget: int, recursio
     except GraphRecursionError:
         hit_limit = True
     values = graph.get_state(config).values  # the checkpoint survives the exception
-    rows, total = [], 0
+    rows: list[dict[str, Any]] = []
+    total = 0
     for message in values["messages"]:
         if isinstance(message, AIMessage):
-            usage = message.usage_metadata or {}
+            usage: UsageMetadata | dict[str, int] = message.usage_metadata or {}
             total += usage.get("total_tokens", 0)
             action = (", ".join(f"{c['name']}({c['args']})" for c in message.tool_calls)
                       or f"final answer: {message.content}")

@@ -102,7 +102,7 @@ def demo_wrong_arguments() -> FailureDemo:
     ], name="scripted: a model that guesses tool names and arguments")
     run = run_loop("What is the weather in Paris?", model, [get_weather])
     outcome = [f"step {s.number}: {s.call} -> {s.status}"
-               f"{'' if s.executed else ' (not executed)'}: {s.observation[:90]}"
+               f"{'' if s.executed else ' (not executed)'}: {(s.observation or '')[:90]}"
                for s in run.steps if s.call]
     outcome.append(f"{run.stop_reason}: {run.final_answer}")
     return FailureDemo("wrong tool or arguments", "the model guesses from the descriptions",
@@ -242,6 +242,7 @@ class ConversionAgent:
 
     def __call__(self, state: LoopState) -> StepDecision:
         done = [s for s in state.steps if s.call]
+        calls = [s.call for s in done if s.call is not None]
         last = state.last_observation
         if not done:
             plan = ("get the rate", "verify it" if self.verify else "", "multiply", "answer")
@@ -254,7 +255,7 @@ class ConversionAgent:
                 return StepDecision("Verify the rate against the reference source.",
                                 ToolCall("reference_rate", {"base": "USD", "quote": "EUR"}))
             return StepDecision("Multiply.", ToolCall("multiply", {"a": self.amount, "b": self.rate}))
-        if done[-1].call.name == "reference_rate":
+        if calls[-1].name == "reference_rate":
             reference = _last_number(last)
             if not agrees(self.rate, reference):
                 self.rate = reference

@@ -108,7 +108,7 @@ def run_pipeline(local: Any, ticket: str = TICKET, sample: bool = True,
         weights = torch.tensor([scores[d] for d in DEPARTMENTS]) ** (1.0 / temperature)
         department = DEPARTMENTS[int(torch.multinomial(weights / weights.sum(), 1))]
     else:
-        department = max(scores, key=scores.get)
+        department = max(scores, key=scores.__getitem__)
     shown = ", ".join(f"{d} {p:.2f}" for d, p in scores.items())
     return Attempt("pipeline", department, 1, tokens_in, 1, time.perf_counter() - start,
                    [f"label probabilities: {shown} -> {department}"],
@@ -195,15 +195,16 @@ class ChatModelPolicy:
 
         text = self.chat_model._to_chat_prompt(convert_to_messages(messages))
         ids = pipe.tokenizer(text)["input_ids"]  # as the pipeline tokenizes it
-        first = self.prefix is None
-        if first:
-            self.prefix = PrefixCache(SimpleNamespace(model=pipe.model))
-            self.prefix.keep(ids[:-1])
+        prefix = self.prefix
+        first = prefix is None
+        if prefix is None:
+            prefix = self.prefix = PrefixCache(SimpleNamespace(model=pipe.model))
+            prefix.keep(ids[:-1])
             self.name += ", prompts continued from the first prompt's KV cache"
-        reused = self.prefix.reused
-        cache = self.prefix.start(ids)
+        reused = prefix.reused
+        cache = prefix.start(ids)
         if not first:
-            self.cached_tokens += self.prefix.reused - reused
+            self.cached_tokens += prefix.reused - reused
         return {"pipeline_kwargs": {"past_key_values": cache}}
 
     def chat(self, state: LoopState) -> list[dict[str, str]]:

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +136,7 @@ def run_threads_concurrently(app: Any, conversations: dict[str, list[str]]) -> d
             out = app.invoke({"messages": [HumanMessage(text)]}, thread_config(tid))
             replies[tid].append(str(out["messages"][-1].content))
 
-    _run_together([lambda t=tid, turns=list(turns): worker(t, turns)
-                   for tid, turns in conversations.items()])
+    _run_together([partial(worker, tid, list(turns)) for tid, turns in conversations.items()])
     return replies
 
 
@@ -317,7 +317,7 @@ def two_writers(path: str | Path, thread_id: str, turns_each: int, mode: str,
                 delay: float = 0.002) -> TwoWriters:
     """Two writers (two connections, in two Python threads) append to one thread at once."""
     reports = [WriterReport("A"), WriterReport("B")]
-    _run_together([lambda r=r: append_turns(path, thread_id, r.writer, turns_each, mode, delay, r)
+    _run_together([partial(append_turns, path, thread_id, r.writer, turns_each, mode, delay, r)
                    for r in reports])
     saved = [m["content"] for m in read_thread_from_file(path, thread_id) if m["type"] == "human"]
     return TwoWriters(mode, reports, saved)

@@ -28,7 +28,7 @@ output types other than the tool's own (or ``string`` for a plain function).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
@@ -42,7 +42,7 @@ Executor = Callable[[str, Any], ToolResult]
 _SMOLAGENTS_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
 
 
-def _message_status(result: ToolResult) -> str:
+def _message_status(result: ToolResult) -> Literal["success", "error"]:
     """A ``ToolMessage`` status for a result: ``success`` only when the tool ran and returned."""
     return "success" if result.ok else "error"
 
@@ -82,7 +82,7 @@ def langchain_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
     ``status="error"`` unless the call succeeded.
     """
     run = executor or registry.execute
-    tools = []
+    tools: list[StructuredTool] = []
     for schema in registry.schemas(names):
         function = schema["function"]
 
@@ -180,7 +180,8 @@ def smolagents_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
         DoorTool.description = function["description"] or function["name"]
         DoorTool.inputs = _inputs(spec, function["parameters"])
         DoorTool.output_type = getattr(spec.fn, "output_type", None) or "string"
-        if getattr(spec.fn, "output_schema", None) is not None:
-            DoorTool.output_schema = spec.fn.output_schema
+        output_schema = getattr(spec.fn, "output_schema", None)
+        if output_schema is not None:
+            DoorTool.output_schema = output_schema
         tools.append(DoorTool())
     return tools
