@@ -319,24 +319,151 @@ def _become_kernel(request: dict[str, Any], fds: list[int], keep_closed: list[An
         os._exit(code)
 
 
+def _refusal() -> str | None:
+    """Preload the libraries; why this process cannot fork kernels, or None when it can."""
+    for line in _preload():
+        _log(f"not preloaded: {line}")
+    mine = [name for name in ("course", "widgets") if name in sys.modules]
+    if mine:
+        return f"{', '.join(mine)} imported by a preloaded library"
+    if threading.active_count() > 1:
+        names = ", ".join(t.name for t in threading.enumerate())
+        return f"Python threads after the imports ({names}); fork needs one"
+    return None
+
+
+def _listen(socket_path: Path) -> socket.socket:
+    """A listening Unix socket at ``socket_path``, put there atomically: a client sees a socket
+    that accepts, or none."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    temporary = socket_path.with_name(f"{socket_path.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    listener.bind(str(temporary))
+    listener.listen(16)
+    os.rename(temporary, socket_path)
+    return listener
+
+
+class _Children:
+    """The zygote's kernels: each forked child and the connection of the process that asked for
+    it (None once that process is gone), watched by one selector with the listener and the
+    signal wake-up pipe."""
+
+    def __init__(self, listener: socket.socket, wake_r: int, wake_w: int) -> None:
+        import selectors
+
+        self.listener, self.wake_r, self.wake_w = listener, wake_r, wake_w
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(listener, selectors.EVENT_READ, "listen")
+        self.selector.register(wake_r, selectors.EVENT_READ, "wake")
+        self.children: dict[int, socket.socket | None] = {}
+        self.last_busy = time.monotonic()
+
+    def reap(self) -> None:
+        """Wait for every child that ended; tell each one's requester its exit status."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            self.last_busy = time.monotonic()
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.setblocking(True)
+                    _send_message(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                with contextlib.suppress(KeyError, ValueError):
+                    self.selector.unregister(conn)
+                conn.close()
+
+    def accept(self) -> None:
+        """One request: fork a kernel and answer with its pid (or with why not)."""
+        import selectors
+
+        conn, _ = self.listener.accept()
+        conn.settimeout(10)
+        fds: list[int] = []
+        try:
+            request, fds = _recv_message(conn, with_fds=3)
+            if len(fds) != 3:
+                raise ConnectionError(f"{len(fds)} file descriptors, not 3 (stdin, out, err)")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            others = [c for c in self.children.values() if c is not None]
+            pid = os.fork()
+            if pid == 0:
+                _become_kernel(request, fds, [self.listener, self.selector, conn, *others,
+                                              self.wake_r, self.wake_w])
+            self.children[pid] = conn
+            self.last_busy = time.monotonic()
+            _log(f"forked kernel {pid} in {request['cwd']}")
+            _send_message(conn, {"pid": pid, "zygote": os.getpid()})
+            conn.setblocking(False)
+            self.selector.register(conn, selectors.EVENT_READ, pid)
+        except (OSError, ValueError, KeyError, ConnectionError) as exc:
+            _log(f"a request failed: {type(exc).__name__}: {exc}")
+            with contextlib.suppress(OSError):
+                _send_message(conn, {"error": f"{type(exc).__name__}: {exc}"})
+            conn.close()
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def requester_gone(self, conn: socket.socket, pid: int) -> None:
+        """The requester's connection is readable: when it closed, kill its kernel."""
+        try:
+            data = conn.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:  # nothing is expected from the requester: ignore
+            return
+        self.selector.unregister(conn)
+        conn.close()
+        if pid in self.children:
+            self.children[pid] = None
+            _log(f"the process that asked for kernel {pid} is gone: killing it")
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def wait(self, timeout: float) -> None:
+        """Handle what is ready within ``timeout`` seconds, then reap."""
+        for key, _ in self.selector.select(timeout=timeout):
+            if key.data == "listen":
+                self.accept()
+            elif key.data == "wake":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.wake_r, 4096)
+            else:
+                self.requester_gone(key.fileobj, key.data)  # type: ignore[arg-type]
+        self.reap()
+
+
+def _socket_replaced(socket_path: Path, inode: int) -> bool:
+    """Someone removed or replaced our socket: no new client can reach us."""
+    try:
+        return socket_path.stat().st_ino != inode
+    except FileNotFoundError:
+        return True
+
+
 def serve(socket_path: Path, idle_s: float) -> int:
     """The zygote: preload, then fork a kernel per request until idle for ``idle_s`` seconds."""
     import gc
-    import selectors
 
     started = time.perf_counter()
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # nothing is imported from the zygote's folder; a kernel puts its own
-    failed = _preload()
-    for line in failed:
-        _log(f"not preloaded: {line}")
-    mine = [name for name in ("course", "widgets") if name in sys.modules]
-    if mine:
-        _log(f"refusing to serve: {', '.join(mine)} imported by a preloaded library")
-        return 2
-    if threading.active_count() > 1:
-        names = ", ".join(t.name for t in threading.enumerate())
-        _log(f"refusing to serve: Python threads after the imports ({names}); fork needs one")
+    refusal = _refusal()
+    if refusal:
+        _log(f"refusing to serve: {refusal}")
         return 2
     # OpenBLAS (numpy) starts its pool at import; it stops it before a fork (pthread_atfork)
     # and starts it again in the child on first use.
@@ -350,112 +477,20 @@ def serve(socket_path: Path, idle_s: float) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    temporary = socket_path.with_name(f"{socket_path.name}.{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    listener.bind(str(temporary))
-    listener.listen(16)
-    os.rename(temporary, socket_path)  # atomic: a client sees a socket that accepts, or none
+    listener = _listen(socket_path)
     inode = socket_path.stat().st_ino
     _log(f"serving {socket_path.name} after {time.perf_counter() - started:.1f} s of imports "
          f"({len(sys.modules)} modules, {native} native threads)")
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "listen")
-    selector.register(wake_r, selectors.EVENT_READ, "wake")
-    children: dict[int, socket.socket | None] = {}
-    last_busy = time.monotonic()
-
-    def reap() -> None:
-        nonlocal last_busy
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            conn = children.pop(pid, None)
-            last_busy = time.monotonic()
-            if conn is not None:
-                with contextlib.suppress(OSError):
-                    conn.setblocking(True)
-                    _send_message(conn, {"exit": os.waitstatus_to_exitcode(status)})
-                with contextlib.suppress(KeyError, ValueError):
-                    selector.unregister(conn)
-                conn.close()
-
-    def accept() -> None:
-        nonlocal last_busy
-        conn, _ = listener.accept()
-        conn.settimeout(10)
-        fds: list[int] = []
-        try:
-            request, fds = _recv_message(conn, with_fds=3)
-            if len(fds) != 3:
-                raise ConnectionError(f"{len(fds)} file descriptors, not 3 (stdin, out, err)")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            others = [c for c in children.values() if c is not None]
-            pid = os.fork()
-            if pid == 0:
-                _become_kernel(request, fds, [listener, selector, conn, *others, wake_r, wake_w])
-            children[pid] = conn
-            last_busy = time.monotonic()
-            _log(f"forked kernel {pid} in {request['cwd']}")
-            _send_message(conn, {"pid": pid, "zygote": os.getpid()})
-            conn.setblocking(False)
-            selector.register(conn, selectors.EVENT_READ, pid)
-        except (OSError, ValueError, KeyError, ConnectionError) as exc:
-            _log(f"a request failed: {type(exc).__name__}: {exc}")
-            with contextlib.suppress(OSError):
-                _send_message(conn, {"error": f"{type(exc).__name__}: {exc}"})
-            conn.close()
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-
-    def requester_gone(conn: socket.socket, pid: int) -> None:
-        try:
-            data = conn.recv(4096)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if data:  # nothing is expected from the requester: ignore
-            return
-        selector.unregister(conn)
-        conn.close()
-        if pid in children:
-            children[pid] = None
-            _log(f"the process that asked for kernel {pid} is gone: killing it")
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
+    kernels = _Children(listener, wake_r, wake_w)
     try:
         while not stop:
-            idle_for = time.monotonic() - last_busy
-            if not children and idle_for >= idle_s:
+            idle_for = time.monotonic() - kernels.last_busy
+            if not kernels.children and idle_for >= idle_s:
                 _log(f"no kernel for {idle_s:.0f} s: exiting")
                 break
-            for key, _ in selector.select(timeout=max(0.05, min(5.0, idle_s - idle_for))):
-                if key.data == "listen":
-                    accept()
-                elif key.data == "wake":
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(wake_r, 4096)
-                else:
-                    requester_gone(key.fileobj, key.data)
-            reap()
-            try:  # someone removed or replaced our socket: no new client can reach us
-                if socket_path.stat().st_ino != inode and not children:
-                    break
-            except FileNotFoundError:
-                if not children:
-                    break
+            kernels.wait(max(0.05, min(5.0, idle_s - idle_for)))
+            if not kernels.children and _socket_replaced(socket_path, inode):
+                break
     finally:
         with contextlib.suppress(FileNotFoundError):
             if socket_path.stat().st_ino == inode:

@@ -223,35 +223,12 @@ def _client_class():
             cell = await super().async_execute_cell(cell, cell_index, execution_count,
                                                     store_history)
             verdicts = await self._ask(guard.verdicts_expression(token)) if restored else None
-            if not restored:
-                self.guarded[cell_index] = "the grader could not restore the checks"
-            elif set(_parse_verdicts(verdicts)) != {"passed"}:
-                self.guarded[cell_index] = f"the check did not report success ({verdicts})"
-            else:
-                self.guarded[cell_index] = ""
+            self.guarded[cell_index] = _why_not_verified(restored, verdicts)
             return cell
 
         async def _ask(self, expression: str) -> str | None:
             """Evaluate one user expression in the kernel; its text/plain, or None."""
-            if self.kc is None:
-                return None
-            msg_id = self.kc.execute("", silent=True, store_history=False,
-                                     user_expressions={"v": expression})
-            deadline = time.monotonic() + GUARD_TIMEOUT_S
-            while time.monotonic() < deadline:
-                try:
-                    msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=1))
-                except queue.Empty:
-                    if not await ensure_async(self.kc.is_alive()):
-                        return None
-                    continue
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                value = msg["content"].get("user_expressions", {}).get("v", {})
-                if value.get("status") != "ok":
-                    return None
-                return value.get("data", {}).get("text/plain")
-            return None
+            return None if self.kc is None else await _user_expression(self.kc, expression)
 
         def output(self, outs, msg, display_id, cell_index):  # type: ignore[override]
             size = len(json.dumps(msg.get("content", {}), default=str))
@@ -282,6 +259,38 @@ def _client_class():
             return None  # wait for the interrupted cell's own reply (KeyboardInterrupt)
 
     return GuardedClient
+
+
+def _why_not_verified(restored: bool, verdicts: str | None) -> str:
+    """Empty when the guard saw the genuine check pass, else why the cell scores nothing."""
+    if not restored:
+        return "the grader could not restore the checks"
+    if set(_parse_verdicts(verdicts)) != {"passed"}:
+        return f"the check did not report success ({verdicts})"
+    return ""
+
+
+async def _user_expression(kc: Any, expression: str) -> str | None:
+    """Evaluate one user expression with the kernel client ``kc``: its text/plain, or None when
+    it failed, the kernel died or no reply came within ``GUARD_TIMEOUT_S``."""
+    from nbclient.util import ensure_async
+
+    msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"v": expression})
+    deadline = time.monotonic() + GUARD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            msg = await ensure_async(kc.shell_channel.get_msg(timeout=1))
+        except queue.Empty:
+            if not await ensure_async(kc.is_alive()):
+                return None
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        value = msg["content"].get("user_expressions", {}).get("v", {})
+        if value.get("status") != "ok":
+            return None
+        return value.get("data", {}).get("text/plain")
+    return None
 
 
 def _parse_verdicts(text: str | None) -> list[str]:
