@@ -4,7 +4,6 @@ committed adapter folder (evaluation.json, manifest.json, train_log.jsonl) and t
 
 import json
 import math
-import re
 
 import pytest
 
@@ -15,6 +14,19 @@ NOTEBOOK = "A4_teach_a_small_model.ipynb"  # executed once by the shared ``run``
 LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
 COMMITTED = "measured (committed result of an earlier run: course/data/"
 EVALUATION = "course/data/adapters/smollm2-tools/evaluation.json"
+
+
+def shown(run, cell: str) -> dict:
+    """{key: value} of the lines a cell shows with ``course.records.show`` under a key of their
+    own (a key shown on several lines: :func:`shown_all`)."""
+    keys = [r["shown"] for r in run.records(cell) if "shown" in r]
+    return {r["shown"]: r["value"] for r in run.records(cell)
+            if "shown" in r and keys.count(r["shown"]) == 1}
+
+
+def shown_all(run, cell: str, key: str) -> list:
+    """The values of every line ``cell`` shows under ``key``, in order."""
+    return [r["value"] for r in run.records(cell) if r.get("shown") == key]
 
 
 @pytest.fixture(scope="module")
@@ -45,39 +57,40 @@ def test_the_base_live_step_writes_no_parseable_code(run):
 
 
 def test_no_held_out_family_is_trained_on(run):
-    text = run.text("families")
-    counts = json.loads(re.search(r"training families: (\{.*\})", text).group(1).replace("'", '"'))
+    families = shown(run, "families")
+    counts = families["training"]
     assert sum(counts.values()) == len(training_tasks(0)) == 96
     assert not set(counts) & set(HELD_OUT_FAMILIES)
-    held = json.loads(re.search(r"held-out families: (\{.*\})", text).group(1).replace("'", '"'))
+    held = families["held-out"]
     assert set(held) == set(HELD_OUT_FAMILIES) and sum(held.values()) == len(held_out_tasks())
-    assert "no held-out family and no held-out task among the 96 training trajectories (asserted)" in text
+    assert families["trajectories"] == 96  # shown after the cell's asserts ran, and it says so:
+    assert run.text("families").rstrip().endswith("training trajectories (asserted)")
 
 
 def test_the_trajectory_is_scripted_and_rendered_through_the_agent(run):
-    shown = run.text("one-trajectory")
-    assert shown.startswith("[scripted] family fact_lookup")
-    assert shown.count("Thought:") == 2 and "web_search(" in shown and "final_answer(" in shown
-    rendered = run.text("render")
-    assert rendered.startswith("[scripted outputs, observations computed here")
-    assert "## Search Results" in rendered  # the offline search really ran
+    assert run.text("one-trajectory").startswith("[scripted] family ")  # the label, first
+    example = shown(run, "one-trajectory")["example"]
+    assert example["family"] == "fact_lookup", example
+    outputs = example["outputs"]
+    assert "--- output 2 (scripted) ---\n" + outputs[1] in run.text("one-trajectory")  # as printed
+    assert len(outputs) == 2 and all(o.startswith("Thought:") for o in outputs), outputs
+    assert "web_search(" in outputs[0] and "final_answer(" in outputs[1], outputs
+    assert run.text("render").startswith("[scripted outputs, observations computed here")
+    rendered = shown(run, "render")
+    assert rendered["steps"] == 2, rendered
+    assert "## Search Results" in rendered["observation"]  # the offline search really ran
 
 
 def test_the_loss_mask_trains_the_model_words_only(run):
-    text = run.text("loss-mask")
-    prefix, rest, trained = (int(x.replace(",", "")) for x in re.search(
-        r"([\d,]+) prefix tokens \(cached, no loss\), then (\d+) tokens, (\d+) of them trained",
-        text).groups())
+    prefix, rest, trained = shown(run, "loss-mask")["tokens"]
     assert 2000 < prefix and 0 < trained < rest
-    pieces = re.findall(r"^trained \((\d+) tokens\): ['\"](.*)$", text, re.M)
-    assert len(pieces) == 2 and sum(int(n) for n, _ in pieces) == trained
+    pieces = shown_all(run, "loss-mask", "trained")
+    assert len(pieces) == 2 and sum(n for n, _ in pieces) == trained
     assert all(words.startswith("Thought:") for _, words in pieces)
 
 
 def test_lora_parameters_by_hand_equal_peft_and_the_adapter_file(run, manifest):
-    text = run.text("lora-count")
-    by_hand, peft = (int(x.replace(",", "")) for x in re.search(
-        r"by hand ([\d,]+) trainable parameters; PEFT counts ([\d,]+)", text).groups())
+    by_hand, peft = shown(run, "lora-count")["lora"]
     assert by_hand == peft == 2_442_240  # 30 blocks x 8 x (2x1152 + 2x768 + 3x2112)
     size = manifest["bytes"]["adapter_model.safetensors"]
     assert peft * 4 <= size < peft * 4 + 100_000  # fp32 tensors plus the safetensors header
@@ -86,12 +99,12 @@ def test_lora_parameters_by_hand_equal_peft_and_the_adapter_file(run, manifest):
 def test_the_live_run_lowers_the_loss_on_the_same_trajectory(run):
     text = run.text("live-train")
     assert "[measured] SmolLM2-135M-Instruct + a fresh LoRA, 3 steps on one fact_lookup" in text
-    losses = json.loads(re.search(r"loss per step, each before its update: (\[.*\])", text).group(1))
+    live = shown(run, "live-train")
+    losses = live["losses"]
     assert len(losses) == 3 and all(math.isfinite(x) and x > 0 for x in losses)
     assert losses[-1] < losses[0]  # two updates later, the same trajectory's loss is lower
-    reused, times, prefix = re.search(r"read from the kept cache: ([\d,]+) \((\d+) x ([\d,]+), "
-                                      r"none recomputed\)", text).groups()
-    assert int(times) == 3 and int(reused.replace(",", "")) == 3 * int(prefix.replace(",", ""))
+    reused, prefix = live["cache"]  # three steps, each read the whole prefix from the cache
+    assert prefix > 0 and reused == 3 * prefix, live
 
 
 def test_the_masked_loss_is_written_in_the_lesson_and_used_live(run):
@@ -105,12 +118,14 @@ def test_the_masked_loss_is_written_in_the_lesson_and_used_live(run):
 
 def test_the_full_run_curve_is_the_committed_log(run, manifest):
     assert run.has_image("loss-curve")
-    text = run.text("loss-curve")
-    assert (f"[{COMMITTED}adapters/smollm2-tools/train_log.jsonl)] full run, {manifest['steps']} "
-            "steps") in text
-    assert f"first 8 steps {manifest['mean_loss_first_8']:.3f}, of the last 8 " \
-           f"{manifest['mean_loss_last_8']:.3f}" in text
-    assert re.search(r"^\[measured\] the live run above: \d\.\d{3} -> \d\.\d{3}$", text, re.M)
+    assert f"[{COMMITTED}adapters/smollm2-tools/train_log.jsonl)] full run" in run.text("loss-curve")
+    steps, first, last = shown(run, "loss-curve")["full run"]
+    assert steps == manifest["steps"], steps
+    assert f"{first:.3f}" == f"{manifest['mean_loss_first_8']:.3f}", first
+    assert f"{last:.3f}" == f"{manifest['mean_loss_last_8']:.3f}", last
+    losses = shown(run, "live-train")["losses"]  # the live run above: its figures, as recorded there
+    assert f"[measured] the live run above: {losses[0]:.3f} -> {losses[-1]:.3f}\n" in \
+        run.text("loss-curve")
 
 
 def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
@@ -119,13 +134,10 @@ def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
 
     assert course.finetune.adapter.check_adapter is course.adapter_manifest.check_adapter
     text = run.text("manifest")
-    assert text.startswith(f"[{COMMITTED}adapters/smollm2-tools/manifest.json)] adapter "
-                           f"{manifest['name']}:")
+    assert text.startswith(f"[{COMMITTED}adapters/smollm2-tools/manifest.json)] adapter ")
     assert "manifest check, run here: every adapter file has the sha256" in text
-    for name, digest in manifest["files"].items():
-        assert f"{name} {digest[:12]}..." in text
-    assert f"data sha256 {manifest['data_sha256'][:12]}..." in text
-    assert f"{manifest['steps']} steps in {manifest['wall_seconds']:,} s" in text
+    # the manifest the check read, whole: name, files and their sha256, data, steps, seconds
+    assert shown(run, "manifest")["manifest"] == manifest
 
 
 def test_the_held_out_table_is_the_committed_evaluation(run, evaluation):
@@ -156,12 +168,11 @@ def test_the_lesson_is_computed_from_the_runs(run, evaluation):
     tuned = evaluation["runs"][evaluation["summary"][1]["model"]]
     assert text.startswith(f"[measured (committed result of an earlier run: {EVALUATION})] "
                            f"{evaluation['summary'][1]['model']}, per held-out task")
-    for r in tuned:
-        assert f"{r['family']:<18} parsed {r['parsed_steps']}/{r['steps']} steps" in text
-    assert "format learned, every step parses: True" in text
-    assert "never searched True, flagged by the trajectory checks True" in text
-    assert ("Bond: searched and drew True, checks' flags none, success False: the answer check "
-            "failed, neither an image prompt nor the answer named 'Aston Martin'") in text
+    lesson = shown(run, "lesson")
+    assert shown_all(run, "lesson", "task") == tuned  # one line per held-out task, in order
+    assert lesson["format learned"] is True
+    assert lesson["weather"] == [True, True]  # never searched, flagged by the trajectory checks
+    assert lesson["bond"] == [True, [], False, "Aston Martin"]  # drew, flags, success, car missing
 
 
 def test_the_instructor_edition_passes_the_quiz_and_the_exercises(run):
@@ -202,8 +213,7 @@ def test_the_bfcl_cell_shows_both_committed_tables(run):
         for mode in ("free", "constrained"):
             a, b = (next(r for r in t["rows"] if (r["category"], r["mode"], r["subset"])
                          == (category, mode, "flat")) for t in (base, tuned))
-            line = next(x for x in text.splitlines() if x.split()[:2] == [category, mode])
-            assert (f"base {a['well_formed']}/{a['n']} / {a['accepted']}/{a['n']}" in line
-                    and f"base + adapter {b['well_formed']}/{b['n']} / {b['accepted']}/{b['n']}"
-                    in line), line
-    assert tuned["model"] in text and base["model"] in text
+            line = shown(run, "bfcl")[f"{category} {mode}"]  # base, base + adapter
+            assert line == [f"{a['well_formed']}/{a['n']} / {a['accepted']}/{a['n']}",
+                            f"{b['well_formed']}/{b['n']} / {b['accepted']}/{b['n']}"], line
+    assert tuned["model"] in text and base["model"] in text  # the models it names
