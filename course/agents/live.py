@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smolagents import CodeAgent
 from smolagents.memory import ActionStep
@@ -224,7 +224,13 @@ def first_code_block_end(text: str) -> int | None:
     return match.end() if match else None
 
 
-class _PrefixReuse:
+if TYPE_CHECKING:  # the class the mix-in goes before (prefix_reusing), as the type checker's base
+    from smolagents import TransformersModel as _MixedInto
+else:
+    _MixedInto = object
+
+
+class _PrefixReuse(_MixedInto):
     """For smolagents' ``TransformersModel`` over the kernel's model: start each prompt from the
     kept prefix cache, and (``first_block``) stop at the first complete code block."""
 

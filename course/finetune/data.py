@@ -278,6 +278,7 @@ def _run_and_fix(rng: random.Random) -> Trajectory:
 # ----- compute -----
 def _compute(rng: random.Random) -> Trajectory:
     kind = rng.choice(["squares", "days", "percent", "factorial"])
+    value: int | float  # a whole number, except a percent
     if kind == "squares":
         n = rng.randint(5, 40)
         task = f"What is the sum of the squares of the whole numbers from 1 to {n}?"

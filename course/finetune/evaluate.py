@@ -137,7 +137,7 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
     parsed = [s for s in steps if s.code and not (s.error or "").startswith("AgentParsingError")]
     first = steps[0] if steps else None
     if traj.expected_tool == "python":
-        right = bool(first) and first.number in script_runs(trace)
+        right = first is not None and first.number in script_runs(trace)
     else:
         called = [c.name for c in (first.tool_calls if first else []) if c.name != "final_answer"]
         right = bool(called) and called[0] == traj.expected_tool

@@ -28,7 +28,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "ADAPTERS_DIR",
@@ -263,10 +263,14 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
         return result
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.peft_config["default"].base_model_name_or_path = BASE_MODEL_ID
+    adapter = model.peft_config["default"]
+    assert isinstance(adapter, LoraConfig), "get_peft_model(LoraConfig) above made a LoRA adapter"
+    adapter.base_model_name_or_path = BASE_MODEL_ID
     # PEFT keeps target_modules as a set and writes it in the set's order, which changes with
     # PYTHONHASHSEED: sorted, the same run writes the same adapter_config.json (and hash).
-    model.peft_config["default"].target_modules = sorted(model.peft_config["default"].target_modules)
+    # (cast: LoraConfig.__post_init__ turns our list into a set; its annotation still says
+    # list | str | None.)
+    adapter.target_modules = sorted(cast("set[str]", adapter.target_modules))
     model.save_pretrained(str(out_dir), save_embedding_layers=False)
     (out_dir / "README.md").unlink(missing_ok=True)  # PEFT's blank model card: the manifest says it
     (out_dir / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in log))

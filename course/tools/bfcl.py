@@ -128,8 +128,8 @@ def flat_case(case: BfclCase) -> bool:
 def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """BFCL's parameter types in JSON Schema words (``dict`` -> object, ``float`` -> number)."""
     words = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
-    out = {k: (_json_schema(v) if isinstance(v, dict) and k != "properties" else v)
-           for k, v in schema.items()}
+    out: dict[str, Any] = {k: (_json_schema(v) if isinstance(v, dict) and k != "properties" else v)
+                           for k, v in schema.items()}
     if "type" in out:
         out["type"] = words.get(out["type"], out["type"])
     if isinstance(schema.get("properties"), dict):

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
@@ -58,7 +60,8 @@ class LocalToolCallingChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "local-text-tool-calling"
 
-    def bind_tools(self, tools: list[Any], **kwargs: Any) -> Any:
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+                   **kwargs: Any) -> Any:
         """Bind tools: their OpenAI schemas go into every prompt."""
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 

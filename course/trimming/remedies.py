@@ -90,7 +90,7 @@ SUMMARY_PROMPT = ("Summarize the conversation below in one short sentence. Keep 
                   "about the user.\n\n{previous}{transcript}")
 
 
-def _system(state: dict, summary: str) -> SystemMessage:
+def _system(state: SummaryState, summary: str) -> SystemMessage:
     text = LANGUAGE_TEMPLATE.format(language=state.get("language") or "English")
     if summary:
         text += f" Summary of the earlier conversation: {summary}"
@@ -116,12 +116,12 @@ def build_summary_graph(chat_model: Any, token_counter: Any, *, max_tokens: int,
     writer = summary_model if summary_model is not None else chat_model
     settings = dict(ORIGINAL_SETTINGS, max_tokens=max_tokens)
 
-    def fit(state: dict, summary: str, start: int) -> list[BaseMessage]:
+    def fit(state: SummaryState, summary: str, start: int) -> list[BaseMessage]:
         unsummarized = list(state.get("messages", []))[start:]
         return trim_messages([_system(state, summary), *unsummarized],
                              token_counter=token_counter, **settings)
 
-    def summarize(state: dict) -> dict:
+    def summarize(state: SummaryState) -> dict:
         saved = list(state.get("messages", []))
         summary, start = state.get("summary", ""), state.get("summarized", 0)
         for _ in range(max_rounds):
@@ -135,13 +135,14 @@ def build_summary_graph(chat_model: Any, token_counter: Any, *, max_tokens: int,
             summary, start = " ".join(str(reply.content).split()), end
         update: dict[str, Any] = {"summary": summary}
         if delete:
-            update["messages"] = [RemoveMessage(id=m.id) for m in saved[:start]]
+            # (add_messages gave every saved message an id)
+            update["messages"] = [RemoveMessage(id=m.id) for m in saved[:start] if m.id is not None]
             update["summarized"] = 0
         else:
             update["summarized"] = start
         return update
 
-    def call_model(state: dict) -> dict:
+    def call_model(state: SummaryState) -> dict:
         prompt = fit(state, state.get("summary", ""), state.get("summarized", 0))
         return {"messages": [invoke_and_record(chat_model, prompt, recorder)]}
 

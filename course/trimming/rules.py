@@ -361,7 +361,9 @@ def trim_and_explain(
     settings = {"max_tokens": max_tokens, "strategy": strategy, "include_system": include_system,
                 "allow_partial": False, "start_on": start_on}
     count = as_counter(token_counter)  # a clear error for a bad counter, before LangChain's
-    kept = trim_messages(messages, token_counter=token_counter, **settings)
+    kept = trim_messages(messages, token_counter=token_counter, max_tokens=max_tokens,
+                         strategy=strategy, include_system=include_system, allow_partial=False,
+                         start_on=start_on)  # the settings above
     explained, steps = _walk(messages, max_tokens, count, strategy, include_system, start_on)
     kept_ids = {id(m) for m in kept}
     actual = [id(m) in kept_ids for m in messages]
