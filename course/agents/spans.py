@@ -60,7 +60,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import Resource
@@ -71,6 +71,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from course.records import Record
+
+if TYPE_CHECKING:
+    from smolagents.models import Model
 
 __all__ = ["COURSE_ATTRIBUTES", "ENDPOINT_VARIABLES", "OTLP_HTTP_PACKAGE", "PHOENIX_LOCAL",
            "PROVENANCE_LABELS", "OtlpTarget", "SpanTree", "Spans", "add_span_processor", "capture",
@@ -177,7 +180,7 @@ class _CourseProcessor(SpanProcessor):
 _PROVIDER: TracerProvider | None = None
 _PROCESSOR: _CourseProcessor | None = None
 _LANGCHAIN: Any = None
-_WRAPPED_MODELS: dict[type, Any] = {}
+_WRAPPED_MODELS: dict[type[Model], Any] = {}  # a smolagents Model class -> its own generate
 _WRAPPED_DOORS: list[tuple[type, str, Any]] = []
 _STATE_LOCK = threading.RLock()
 
@@ -335,9 +338,9 @@ def _current_tool_span() -> Any:
 
     config = var_child_runnable_config.get() or {}
     run_id = getattr(config.get("callbacks"), "parent_run_id", None)
-    span = _LANGCHAIN.get_span(run_id) if run_id is not None else None
-    if span is not None and span.is_recording():
-        return span
+    tool_span = _LANGCHAIN.get_span(run_id) if run_id is not None else None
+    if tool_span is not None and tool_span.is_recording():
+        return tool_span
     return None
 
 
@@ -463,7 +466,7 @@ class Spans(Sequence):
         return len(self.spans)
 
     def __repr__(self) -> str:
-        counts = {}
+        counts: dict[object, int] = {}  # by the kind attribute, whatever its value
         for span in self.spans:
             kind = (span.attributes or {}).get(KIND, "?")
             counts[kind] = counts.get(kind, 0) + 1
@@ -515,7 +518,7 @@ class Spans(Sequence):
             if TOOL_ARGUMENTS in a:
                 facts.append(str(a[TOOL_ARGUMENTS]))
             if DOOR_VERDICT in a:
-                facts.append(f"door: {a[DOOR_VERDICT]}")
+                facts.append(f"door: {a[DOOR_VERDICT]!s}")
             lines.append("  " * depth + f"{span.name} " + " ".join(facts))
             for child in self.children(span):
                 walk(child, depth + 1)
@@ -533,7 +536,9 @@ class Spans(Sequence):
         for span in self.spans:
             kind = str((span.attributes or {}).get(KIND, "?"))
             counts[kind] = counts.get(kind, 0) + 1
-        agent = (self.agents or [None])[0]
+        agents = self.agents
+        agent = agents[0] if agents else None
+        outputs = None if agent is None else (agent.attributes or {}).get(OUTPUTS)
         llm = [{"step": a.get(STEP), "prompt": a.get(PROMPT), "completion": a.get(COMPLETION),
                 "figures": a.get(TOKEN_FIGURES), "measured_prompt": a.get(MEASURED_PROMPT)}
                for a in (dict(s.attributes or {}) for s in self.llm_calls)]
@@ -545,7 +550,7 @@ class Spans(Sequence):
             title=title, tree=self.tree(), spans=len(self), kinds=counts,
             provenance=sorted({str((s.attributes or {}).get(PROVENANCE)) for s in self.spans
                                if PROVENANCE in (s.attributes or {})}),
-            outputs=None if agent is None else (agent.attributes or {}).get(OUTPUTS),
+            outputs=None if outputs is None else str(outputs),
             llm_calls=llm, tool_calls=tools)
 
     # ----- OTLP JSON -----
