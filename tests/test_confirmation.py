@@ -127,6 +127,29 @@ def test_critical_tool_never_runs_without_a_decision_even_with_a_gateway():
     assert gateway.audit.decisions() == ["needs_confirmation", "confirmed"]
 
 
+def test_a_call_without_an_id_is_refused_before_anything_runs():
+    runs = []
+
+    def look(target: str) -> str:
+        """Look at something.
+
+        Args:
+            target: what to look at
+        """
+        runs.append(target)
+        return "seen"
+
+    registry = ToolRegistry()
+    registry.register(look, risk="read")
+    gateway = ToolGateway(registry, grants={"agent": {"read"}})
+    model = ScriptedPlanModel([{"name": "look", "args": {"target": "a"}, "id": "c1"},
+                               {"name": "look", "args": {"target": "b"}, "id": None}])
+    graph = build_approval_graph(gateway, model, "agent", InMemorySaver())
+    with pytest.raises(ValueError, match="has no id"):
+        graph.invoke({"messages": [HumanMessage("look")]}, thread_config("no-id"))
+    assert runs == []  # no call of that reply ran (the one with an id neither)
+
+
 def test_bad_input_gets_clear_errors():
     with pytest.raises(ValueError, match="one of"):
         ApprovalDecision("maybe")

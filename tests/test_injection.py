@@ -123,6 +123,14 @@ def test_read_instructions_reads_each_wording(text, expected):
     assert [(c.name, c.arguments) for c in read_instructions([text]).calls] == expected
 
 
+def test_a_python_call_is_read_from_its_literal_arguments_only():
+    from course.guards.injection_reader import _python_call
+
+    assert _python_call("delete_file", "'/y'") == {"path": "/y"}
+    assert _python_call("send_email", "to='a', **{'x': 1}") == {"to": "a"}  # no None key
+    assert _python_call("send_email", "1) + (2") == {}  # closes the call early: not a call
+
+
 def test_parse_calls_reads_json_and_mentions_and_ignores_prose():
     assert parse_calls('{"name": "send_email", "arguments": {"to": "a"}}') == [
         ToolCall("send_email", {"to": "a"})]
