@@ -619,7 +619,8 @@ class ForkedKernel:
     stdin = stdout = stderr = None
 
     def __init__(self, pid: int, conn: socket.socket, zygote: int) -> None:
-        self.pid, self.zygote, self.returncode = pid, zygote, None
+        self.pid, self.zygote = pid, zygote
+        self.returncode: int | None = None
         self._conn: socket.socket | None = conn
         self._pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
@@ -766,7 +767,9 @@ class ForkingProvisioner(LocalProvisioner):  # type: ignore[misc,valid-type]
             except (ZygoteError, ValueError) as exc:
                 _say_once(f"ordinary kernel launch instead of a forked one: {exc}")
             else:
-                self.process = process
+                # LocalProvisioner declares a Popen here; a ForkedKernel has the part of Popen's
+                # interface it uses (see the class), which the type checker cannot see
+                self.process = process  # type: ignore[assignment]
                 self.pid = self.pgid = process.pid
                 self.cwd = cwd
                 return self.connection_info

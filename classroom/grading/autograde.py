@@ -66,6 +66,9 @@ def _alembic_on_path() -> None:
     config = Config()
     config.set_main_option("script_location", "nbgrader:alembic")
     head = ScriptDirectory.from_config(config).get_current_head()
+    if head is None:
+        raise RuntimeError("nbgrader's database migrations name no head revision: reinstall "
+                           "nbgrader (make install)")
 
     def get_alembic_version() -> str:
         return head
