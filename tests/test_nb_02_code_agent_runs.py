@@ -12,9 +12,23 @@ NOTEBOOK = "02_code_agent_runs.ipynb"  # executed once by the shared ``run`` fix
 MAX_OUTPUT_CHARS = 3000
 
 
+def shown(run, cell: str) -> dict:
+    """{key: value} of the lines a cell shows with ``course.records.show`` under a key of their
+    own (a key shown on several lines: :func:`shown_all`)."""
+    keys = [r["shown"] for r in run.records(cell) if "shown" in r]
+    return {r["shown"]: r["value"] for r in run.records(cell)
+            if "shown" in r and keys.count(r["shown"]) == 1}
+
+
+def shown_all(run, cell: str, key: str) -> list:
+    """The values of every line ``cell`` shows under ``key``, in order."""
+    return [r["value"] for r in run.records(cell) if r.get("shown") == key]
+
+
 def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert "short bounded run" in run.text("live-plan")  # the default setting: the bundled model
-    assert "ending at its first code block or after 64 new tokens" in run.text("live-plan")
+    plan = shown(run, "live-plan")["plan"]
+    assert (plan["max_steps"], plan["max_new_tokens"], plan["first_block"]) == (1, 64, True), plan
     cached = {}
     for task in ("weather", "bond", "debug"):
         live = run.record(f"live-{task}")
@@ -51,11 +65,12 @@ TUNED = "SmolLM2-135M-Instruct + LoRA smollm2-tools (course/data/adapters)"
 def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
     """Base + the committed adapter (its manifest checks), bounded, measured, read by the same
     trajectory checks: the format is learnt (every step parses), the judgement is not."""
-    plan = run.text("tuned-plan")
-    assert f"bounded run of {TUNED}: up to 2 steps, each ending at its first complete code block " \
-           "or after 160 new tokens" in plan and f"model: {TUNED}, loaded in this kernel" in plan
-    summary = run.text("tuned-side-by-side")
-    table = summary.split("\n\n")[0]  # printed: nine rows, the note's, live and tuned runs
+    assert f"bounded run of {TUNED}: " in run.text("tuned-plan")  # what the student reads first
+    plan = shown(run, "tuned-plan")
+    assert (plan["plan"]["max_steps"], plan["plan"]["max_new_tokens"]) == (2, 160), plan
+    assert plan["plan"]["first_block"] and plan["model"] == TUNED, plan
+    summary = shown(run, "tuned-side-by-side")
+    rows = {r["run"]: r for r in summary["comparison"]}  # nine rows: the note's, live and tuned runs
     expected_flags = {"weather": ["relevant tool never called (web_search)"], "bond": [], "debug": []}
     for task, flags in expected_flags.items():
         tuned = run.record(f"tuned-{task}")
@@ -67,22 +82,21 @@ def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
         assert all(step["seconds"] > 0 for step in tuned["step_records"]), tuned
         # one verdict, three readings: the run's flags, the comparison's row, the summary line
         assert tuned["flags"] == flags, (task, tuned["flags"])
-        shown = ", ".join(flags) or "none"
-        assert row(table, f"{task}, tuned live").endswith(f"flags={shown}"), table
-        assert f"; flags: {shown}; " in row(summary, task), summary
-        assert row(table, f"{task}, note") and row(table, f"{task}, live")  # beside the others
+        assert rows[f"{task}, tuned live"]["flags"] == flags, rows
+        assert summary[task] == flags, summary
+        assert f"{task}, note" in rows and f"{task}, live" in rows  # beside the others
     weather, bond = run.record("tuned-weather"), run.record("tuned-bond")
     assert weather["steps"] == 2 and weather["tools_called"] == [] and weather["stopped"] == "step limit (2)"
     # search, draw, answer: the checks pass it...
     assert bond["tools_called"] == ["web_search", "image_generator", "final_answer"], bond
     assert bond["stopped"] == "final_answer" and bond["answer"] == "an image (AgentImage)"
     # ...though the generator got no car: what the checks do not read
-    assert ("bond, tuned: searched ['latest car James Bond']; the image generator received "
-            "['a car, detailed, high-res']") in summary
+    assert summary["bond, tuned"] == [["latest car James Bond"], ["a car, detailed, high-res"]]
     debug = run.record("tuned-debug")  # uses the script's name, never runs it: no flag
     assert any("numbers = numbers + 1" in step["code"] for step in debug["step_records"]), debug
     assert debug["answer"] == "None"
-    assert row(table, "debug, tuned live").endswith("ran the script in step [1, 2]; flags=none")
+    assert rows["debug, tuned live"]["script runs"] == [1, 2], rows
+    assert rows["debug, tuned live"]["flags"] == [], rows
     cells = [c.id for c in run.nb.cells]
     assert cells.index("going-further") < cells.index("tuned-intro") < cells.index("tuned-read")
 
@@ -183,9 +197,12 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
     prompt = run.text("dummy-prompt")
     assert "- web_search(query: str) -> str: Search the web" in prompt
     assert 'Action: tool_name(argument="value")' in prompt
-    parsed = run.text("dummy-parse")
-    assert "Action(name='get_weather', args=(), kwargs={'city': 'Rome'})" in parsed
-    assert "FinalAnswer(text='18 °C')" in parsed and "ActionParseError: expected" in parsed
+    parsed = shown_all(run, "dummy-parse", "parsed")
+    assert parsed[:2] == [{"name": "get_weather", "args": [], "kwargs": {"city": "Rome"}},
+                          {"text": "18 °C"}], parsed
+    assert parsed[2].startswith("expected a line 'Action: tool(arg=...)'"), parsed
+    assert "Action(name='get_weather', args=(), kwargs={'city': 'Rome'})" in run.text("dummy-parse")
+    assert "ActionParseError: expected" in run.text("dummy-parse")  # the error the student reads
     assert run.text("dummy-replay").startswith(
         "[recorded: the two queries and the answer (quoted by note 000); reconstructed: the Thought lines")
     replay = run.record("dummy-replay")
@@ -193,16 +210,16 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
     assert [s["parsed"]["kwargs"] for s in replay["steps"][:2]] == [
         {"query": "current weather in Paris"}, {"query": "current weather in Paris, France"}]
     assert run.text("dummy-ideal").startswith("[reconstructed (from the note): the ideal ReAct trajectory")
-    assert "the search found the DB5: True" in run.text("dummy-ideal")
-    ideal = run.record("dummy-ideal")
+    assert shown(run, "dummy-ideal") == {"DB5": True}
+    ideal = next(r for r in run.records("dummy-ideal") if "steps" in r)
     assert [s["parsed"] for s in ideal["steps"]] == [
         {"action": "web_search", "args": [], "kwargs": {"query": "car James Bond latest movie"}},
         {"action": "text_to_image", "args": [], "kwargs": {"prompt": "Aston Martin DB5"}},
         {"final_answer": "<image>"}]
-    live = run.text("dummy-live")
-    assert live.startswith("[measured] model: SmolLM2-135M-Instruct (bundled); N=3 questions, "
-                           "3 model calls, 0 with an action or answer the parser read"), live
-    first = run.record("dummy-live")
+    assert run.text("dummy-live").startswith("[measured] model: SmolLM2-135M-Instruct (bundled); ")
+    live = shown(run, "dummy-live")["live"]
+    assert live == [3, 3, 0], live  # questions, model calls, with an action or answer parsed
+    first = next(r for r in run.records("dummy-live") if "steps" in r)
     assert first["stopped"] == "no action to run" and first["steps"][0]["parsed"] is None, first
 
 
@@ -226,59 +243,55 @@ def test_code_takes_one_step_where_tool_calls_take_three(run):
 
 
 def test_recordings_are_listed_with_their_provenance(run):
-    text = run.text("recordings")
-    assert re.search(r"weather_note: steps=3", text)
+    recordings = shown(run, "recordings")
+    steps, provenance = recordings["weather_note"]
+    assert steps == 3, recordings
+    assert "token figures recorded (published) (step 1, 3) and derived (step 2)" in provenance
     assert ("code reconstructed from the published step descriptions; token figures recorded "
-            "(published)") in text
-    assert "token figures recorded (published) (step 1, 3) and derived (step 2)" in text
-    recording = run.text("weather-recording")
-    assert "9528 input and 225 output tokens" in recording
-    assert re.search(r"step 2: code \[reconstructed\], input tokens 3345 \[derived\]", recording)
-    assert re.search(r"step 1: code \[reconstructed\], input tokens 2083 \[recorded\]", recording)
+            "(published)") in recordings["bond_reference_72b"][1], recordings
+    assert "9528 input and 225 output tokens" in run.text("weather-recording")  # the note's words
+    assert "--- step 1: code [reconstructed]" in run.text("weather-recording")
+    steps = shown(run, "weather-recording")
+    assert (steps["step 1"]["input_tokens"], steps["step 1"]["figures"]) == (2083, "recorded"), steps
+    assert (steps["step 2"]["input_tokens"], steps["step 2"]["figures"]) == (3345, "derived"), steps
 
 
 def test_weather_replay_three_steps_glued_answer(run):
-    text = run.text("weather-replay")
-    assert "[reconstructed] steps: 3" in text
-    assert "final answer: Clear sky, around 13-16°C" in text
-    search = text.split("final answer:")[1]
-    first, second = search.split("web_search('current weather in Paris, France'):")
-    assert first.count("Orbit Mobile Community") == 3
-    assert "MeteoCity" in second and "SkyReport" in second
+    assert run.text("weather-replay").startswith("[reconstructed] steps: ")
+    replay = shown(run, "weather-replay")
+    assert replay["steps"] == 3 and replay["answer"] == "Clear sky, around 13-16°C", replay
+    (first, first_titles), (second, second_titles) = shown_all(run, "weather-replay", "web_search")
+    assert (first, second) == ("current weather in Paris", "current weather in Paris, France")
+    assert sum("Orbit Mobile Community" in t for t in first_titles) == 3, first_titles
+    assert any("MeteoCity" in t for t in second_titles) and any("SkyReport" in t for t in second_titles)
 
 
 def test_bond_replay_draws_once_never_searches(run):
-    text = run.text("bond-replay")
-    assert "image_generator calls: 1; web_search calls: 0" in text
-    assert "the generator received: James Bond's car from the latest Bond movie, high-res, photorealistic" in text
-    assert "names a car model ('Aston Martin' or 'DB5'): False" in text  # the original's cell 7
+    bond = shown(run, "bond-replay")
+    assert bond["calls"] == [1, 0], bond  # image_generator, web_search
+    assert bond["prompt"] == "James Bond's car from the latest Bond movie, high-res, photorealistic"
+    assert bond["car"] is False  # names a car model? The original's cell 7
     assert run.has_image("bond-image")
 
 
 def test_debug_replay_never_runs_the_script(run):
-    text = run.text("debug-replay")
+    text = run.text("debug-replay")  # the script and the answer, as code the student reads
     assert "numbers=[0, 1, 2]" in text
-    assert "steps: 1" in text and "steps whose code executed the script: none" in text
     assert "range(len(numbers))" in text and "numbers[i]" in text
-    shows = run.text("debug-what-running-shows")
-    assert "original:" in shows and "not callable" in shows
-    assert "fixed: runs, prints ['0', '1', '2']" in shows
+    debug = shown(run, "debug-replay")
+    assert debug["steps"] == 1 and debug["runs"] == "none", debug
+    shows = shown(run, "debug-what-running-shows")
+    assert isinstance(shows["original"], str) and "not callable" in shows["original"], shows  # fails
+    assert shows["fixed"] == ["0", "1", "2"], shows  # what it prints
 
 
 def test_the_original_notebooks_text_cell_is_read_against_the_traces(run):
-    text = run.text("reference-runs")
-    assert "steps that ran the script: none (1 step)" in text
-    assert re.search(r"72B cookbook run.*steps that ran the script: \[1, 2\]", text)
+    runs = shown(run, "reference-runs")
+    assert runs["note run"] == [] and runs["72B run"] == [1, 2], runs
 
 
 def test_the_search_result_count_is_sourced(run):
-    text = run.text("weather-tokens")
-    assert "DuckDuckGoSearchTool: max_results=10 by default" in text
-    assert "the offline web_search: max_results=3" in text
-
-
-def row(table: str, label: str) -> str:
-    return next(line for line in table.splitlines() if line.startswith(label + ":"))
+    assert shown(run, "weather-tokens")["max_results"] == [10, 3]  # DuckDuckGoSearchTool, ours
 
 
 def test_checks_flag_exactly_the_note_runs(run):
@@ -294,8 +307,8 @@ def test_checks_flag_exactly_the_note_runs(run):
                      "debug": [("instruction to run code ignored", 1, None)]}, flags
     ideal = run.text("ideal-bond")
     assert ideal.startswith("[reconstructed (from the note)]"), ideal
-    assert "search results named the DB5: True" in ideal
-    ideal_verdict = run.record("ideal-bond")
+    assert shown(run, "ideal-bond") == {"DB5": True}
+    ideal_verdict = next(r for r in run.records("ideal-bond") if "flags" in r)
     assert ideal_verdict["run"] == "ideal" and ideal_verdict["flags"] == [], ideal_verdict
     rows = {r["run"]: r for r in run.record("side-by-side")["rows"]}
     assert rows["bond, note"]["flags"] == ["relevant tool never called (web_search)"]
@@ -312,30 +325,35 @@ def test_checks_flag_exactly_the_note_runs(run):
 
 def test_reference_runs_show_recorded_and_measured(run):
     text = run.text("reference-runs")
-    for published in (2152, 2059):  # step 1 of each 72B run, counted here with the Qwen3 tokenizer
-        step1 = re.search(rf"step 1: input={published} \[recorded\].*qwen_prompt=(\d+)", text)
-        assert abs(int(step1.group(1)) - published) <= 60, (published, step1.group(1))
-    assert "code reconstructed from the published step descriptions" in text
-    assert re.search(r"step 3: input=10191 \[recorded\]", text)
-    assert re.search(r"step 3: input=6885 \[recorded\]", text)
-    assert "IndexError" in text
+    bond, debug = (shown(run, "reference-runs")[f"{task} (published reference, Qwen2.5-72B)"]
+                   for task in ("James Bond's car", "Debug a script"))
+    for steps, published, last in ((bond, 2152, 10191), (debug, 2059, 6885)):
+        # step 1 of each 72B run, counted here with the Qwen3 tokenizer
+        assert steps[0]["input"] == published and steps[0]["figures"] == "recorded", steps
+        assert abs(steps[0]["qwen prompt"] - published) <= 60, (published, steps[0])
+        assert steps[2]["step"] == 3 and steps[2]["input"] == last, steps
+        assert steps[2]["figures"] == "recorded", steps
+    assert "code reconstructed from the published step descriptions" in text  # the label
+    assert "IndexError" in text  # the 72B run's error, as the student reads it
 
 
 def test_qwen_tokenizer_counts_step_one_like_the_note(run):
-    text = run.text("weather-tokens")
-    qwen, recorded = map(int, re.search(r"step 1: Qwen3 tokenizer (\d+) vs recorded (\d+)", text).groups())
+    tokens = shown(run, "weather-tokens")
+    steps = tokens["tokens"]
+    qwen, recorded = steps[0]["qwen prompt"], steps[0]["input"]
     assert recorded == 2083 and abs(qwen - recorded) <= 10, (qwen, recorded)
-    steps = re.findall(r"step (\d): input=(\S+) \[(\w+)\].*prompt=(\d+) .*qwen_prompt=(\d+)", text)
-    assert [s[2] for s in steps] == ["recorded", "derived", "recorded"]
-    smol = [int(s[3]) for s in steps]
-    qwen_all = [int(s[4]) for s in steps]
+    assert "step 1: Qwen3 tokenizer" in run.text("weather-tokens")  # the line that compares them
+    assert [s["figures"] for s in steps] == ["recorded", "derived", "recorded"]
+    smol = [s["measured prompt"] for s in steps]
+    qwen_all = [s["qwen prompt"] for s in steps]
     assert all(a > b for a, b in zip(smol, qwen_all, strict=True))  # SmolLM2 needs more tokens
     assert qwen_all == sorted(qwen_all)
 
 
 def test_measured_prompt_grows_every_step(run):
     assert run.has_image("prompt-growth")
-    sizes = [int(n) for n in re.findall(r"step \d: prompt (\d+) tokens \[measured", run.text("prompt-growth"))]
+    sizes = shown_all(run, "prompt-growth", "step")
+    assert "tokens [measured" in run.text("prompt-growth")  # each size says it was measured
     assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
 
 
@@ -406,7 +424,7 @@ def test_steppers_render_as_widgets(run):
 def test_a_live_trace_round_trips(run):
     text = run.text("live-run")
     assert "model outputs measured (a model ran); token figures measured" in text
-    assert "same trace after the round trip: True" in text
+    assert shown(run, "live-run") == {"round trip": True}
 
 
 def test_quiz_and_exercises_pass(run):

@@ -45,7 +45,8 @@ def test_the_problem_cites_the_committed_base_figures(run, evaluation):
     assert shown["file"] == EVALUATION
     assert shown["summary"] == evaluation["summary"][:1]  # the base model's part, as committed
     assert list(shown["runs"]) == [evaluation["summary"][0]["model"]]
-    assert run.text("problem").startswith(f"[{shown['source']}] 6 held-out tasks")
+    assert shown["summary"][0]["tasks"] == 6  # held-out tasks
+    assert run.text("problem").startswith(f"[{shown['source']}] ")  # the label comes first
 
 
 def test_the_base_live_step_writes_no_parseable_code(run):
