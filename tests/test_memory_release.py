@@ -71,7 +71,7 @@ def test_a_kernel_loads_the_model_only_when_a_cell_asks_and_gives_back_what_it_f
         MEASURE,
         setup,  # the chapter's own first cell, as a student reopening the lab runs it
         "import course.models as m, course.memory_release as r\n"
-        "print(json.dumps([weights_mapped(), m._load.cache_info().currsize, r.LOG.registered]))",
+        "print(json.dumps([weights_mapped(), m.load_model_on.cache_info().currsize, r.LOG.registered]))",
         "import torch\nfrom course.models import probe_model\nprobe = probe_model()\n"
         "print(json.dumps([weights_mapped(), r.LOG.registered, r.LOG.frozen > 100_000]))",
         "start = anon_mb()",

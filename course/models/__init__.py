@@ -79,9 +79,6 @@ from course.models.served import (
     server_models,
 )
 
-# The loader's cache under its older name, which tests/test_memory_release.py reads.
-_load = load_model_on
-
 __all__ = [
     "AGENT_MAX_NEW_TOKENS", "BYTES_PER_DTYPE", "CHAT_MAX_NEW_TOKENS", "MAX_REPEATED_MODULES",
     "MAX_REQUEST_TIMEOUT_S", "MEMORY_HEADROOM", "PREPARE_COMMAND", "REQUEST_RETRIES",
