@@ -22,8 +22,8 @@ from classroom.grading.autograde import (
     make_gradebook,
     prepare_submission,
 )
+from classroom.grading.bubblewrap import kernel_python, sandbox_problem
 from classroom.grading.runner import grade_notebook
-from classroom.grading.sandbox import kernel_python, sandbox_problem
 from classroom.grading.student import nbgrader_meta
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_the_kernel_starts_from_a_path_the_sandbox_mounts(tmp_path):
     facts = _in_linked_venv(_linked_python(tmp_path), """
 import json, sys
 from pathlib import Path
-from classroom.grading.sandbox import kernel_env, kernel_python, readable_paths
+from classroom.grading.bubblewrap import kernel_env, kernel_python, readable_paths
 mounted = readable_paths()
 def seen(p): return any(Path(p) == m or m in Path(p).parents for m in mounted)
 print(json.dumps({"executable": sys.executable, "exe_seen": seen(sys.executable),

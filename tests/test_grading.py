@@ -34,8 +34,8 @@ from classroom.grading import (
     student_edition,
     write_student_editions,
 )
+from classroom.grading.bubblewrap import FIRST_UID
 from classroom.grading.feedback import leaked_hidden_tests
-from classroom.grading.sandbox import FIRST_UID
 from nbharness import check_cell_ids, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,7 +333,7 @@ def test_a_check_scores_only_when_the_guard_confirms_it(adversarial):
 
 
 def test_private_copy_refuses_links_and_special_files(tmp_path):
-    from classroom.grading.sandbox import SubmissionRefused, private_copy
+    from classroom.grading.bubblewrap import SubmissionRefused, private_copy
 
     student = tmp_path / "alice"
     (student / "data").mkdir(parents=True)

@@ -135,12 +135,12 @@ def test_failure_rows_show_their_remedies(run):
 
 
 def test_pipeline_vs_agent_figures_present(run):
-    from course.loop.pipelines import Comparison
+    from course.loop.pipelines import PipelineVsAgent
 
     table = run.record("pipeline-vs-agent")
     assert list(table) == ["pipeline", "agent"]
     for name in table:
-        assert set(table[name]["figures"]) == set(Comparison.KEYS), name
+        assert set(table[name]["figures"]) == set(PipelineVsAgent.KEYS), name
     calls = [table[name]["figures"]["model calls per run"] for name in table]
     assert calls[0] == 1.0 and 1.0 <= calls[1] <= 2.0  # pipeline: one call; agent: up to its 2 steps
     text = run.text("pipeline-vs-agent")  # what the figures are from, as the student reads it

@@ -7,8 +7,8 @@ from course.loop.pipelines import (
     AGENT_INSTRUCTIONS,
     Attempt,
     ChatModelPolicy,
-    Comparison,
-    compare,
+    PipelineVsAgent,
+    compare_pipeline_and_agent,
     parse_department,
 )
 
@@ -85,7 +85,7 @@ def test_comparison_figures_and_tables():
                   Attempt("agent", "not routed", 2, 310, 24, 3.2, ["b"]),
                   Attempt("agent", "shipping", 1, 150, 10, 1.5, ["c"])],
     }
-    comparison = Comparison(attempts)
+    comparison = PipelineVsAgent(attempts)
     agent = comparison.figures("agent")
     assert agent["distinct outcomes"] == 3 and agent["correct"] == 1
     assert agent["max model calls"] == 2 and agent["distinct trajectories"] == 3
@@ -100,7 +100,7 @@ def test_comparison_figures_and_tables():
 
 def test_compare_rejects_zero_runs():
     with pytest.raises(ValueError, match="runs"):
-        compare(object(), chat=policy_over(["x"]), runs=0)
+        compare_pipeline_and_agent(object(), chat=policy_over(["x"]), runs=0)
 
 
 def test_batched_replies_without_a_kernel_pipeline_invoke_once_each():

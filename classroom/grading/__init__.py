@@ -11,7 +11,7 @@ The modules, in the order a submission meets them:
   preprocessors) and the gradebook record of the instructor's cells;
 - :mod:`~classroom.grading.submissions`: a folder of submissions, graded a few at a time into a CSV;
 - :mod:`~classroom.grading.runner`: one notebook: a private copy, a worker process, a deadline;
-- :mod:`~classroom.grading.sandbox`: the kernel's bubblewrap sandbox and resource limits;
+- :mod:`~classroom.grading.bubblewrap`: the kernel's bubblewrap sandbox and resource limits;
 - :mod:`~classroom.grading.autograde`: nbgrader's autograde preprocessors and ``determine_grade``,
   a notebook client with limits, and the guard around every check cell
   (:mod:`~classroom.grading.guard`);

@@ -12,7 +12,7 @@ genuine check ran and passed; otherwise 0 with the reason.
 
 ``guarded_client`` makes nbclient's ``NotebookClient`` plus: a per-cell output cap, a kernel kill
 when an interrupted cell keeps running, the guard's requests around each check cell, and the
-kernel launched in the sandbox (:mod:`classroom.grading.sandbox`) with its stdout and stderr on
+kernel launched in the sandbox (:mod:`classroom.grading.bubblewrap`) with its stdout and stderr on
 ``/dev/null``. Not handled: running the notebook (that is :mod:`classroom.grading.runner`).
 """
 
@@ -177,7 +177,7 @@ def _sandboxed_manager_class():
                 os.chown(self.connection_file, self.sandbox_uid, self.sandbox_uid)
 
         def format_kernel_cmd(self, extra_arguments=None):  # type: ignore[override]
-            from classroom.grading.sandbox import kernel_python
+            from classroom.grading.bubblewrap import kernel_python
 
             command = list(super().format_kernel_cmd(extra_arguments))
             if command and command[0] == sys.executable:  # maybe through a symlink the

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+from classroom.grading.bubblewrap import SandboxUnavailable
 from classroom.grading.results import OutputPathError, ResourceLimits
 from classroom.grading.runner import worker_main
-from classroom.grading.sandbox import SandboxUnavailable
 from classroom.grading.student import write_student_editions
 from classroom.grading.submissions import grade_class
 from course.cli import whole_number

@@ -41,9 +41,7 @@ from classroom.grading.autograde import (
     sandboxed_manager,
     score,
 )
-from classroom.grading.feedback import without_hidden_tests
-from classroom.grading.results import CellScore, NotebookResult, ResourceLimits, graded_cells
-from classroom.grading.sandbox import (
+from classroom.grading.bubblewrap import (
     SandboxUnavailable,
     SubmissionRefused,
     UidPool,
@@ -54,6 +52,8 @@ from classroom.grading.sandbox import (
     sandbox_problem,
     share_caches,
 )
+from classroom.grading.feedback import without_hidden_tests
+from classroom.grading.results import CellScore, NotebookResult, ResourceLimits, graded_cells
 from classroom.grading.student import nbgrader_meta
 
 __all__ = ["grade_notebook", "worker_main"]

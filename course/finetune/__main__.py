@@ -113,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_eval:
         return 0
     from course.finetune.data import held_out_tasks
-    from course.finetune.evaluate import compare
+    from course.finetune.evaluate import compare_on_held_out
     from course.finetune.heldout import by_family, by_family_text, held_out_set
 
     tasks = held_out_set(kin=args.kin) if args.held_out == "all" else held_out_tasks()
-    comparison = compare(out, tasks=tasks, max_steps=args.eval_steps, prompt_templates=templates)
+    comparison = compare_on_held_out(out, tasks=tasks, max_steps=args.eval_steps, prompt_templates=templates)
     print(comparison, flush=True)
     families = by_family(comparison.results)
     print("[measured] per family:\n" + by_family_text(families), flush=True)

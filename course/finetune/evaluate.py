@@ -35,8 +35,16 @@ from typing import Any
 from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS  # one cap, chapters 02-03's too
 from course.records import Record, committed_label, shown_path
 
-__all__ = ["Comparison", "HeldOut", "TaskResult", "compare", "evaluate", "fixed_code_returned",
-           "kernel_agent_model", "run_task"]
+__all__ = [
+    "HeldOut",
+    "HeldOutComparison",
+    "TaskResult",
+    "compare_on_held_out",
+    "evaluate",
+    "fixed_code_returned",
+    "kernel_agent_model",
+    "run_task",
+]
 
 
 @dataclass
@@ -178,7 +186,7 @@ def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: 
 
 
 @dataclass
-class Comparison:
+class HeldOutComparison:
     """Held-out results of several models, task by task, with a summary per model."""
 
     results: dict[str, list[TaskResult]]
@@ -268,9 +276,9 @@ class HeldOut(Record):
         p.text(str(self))
 
 
-def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
+def compare_on_held_out(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
             max_steps: int = 3, progress: bool = True,
-            prompt_templates: dict[str, Any] | None = None) -> Comparison:
+            prompt_templates: dict[str, Any] | None = None) -> HeldOutComparison:
     """The bundled model and the bundled model + adapter on the same held-out tasks."""
     from course.finetune.adapter import fresh_base, load_with_adapter
     from course.finetune.data import held_out_tasks
@@ -284,4 +292,4 @@ def compare(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
     tuned = load_with_adapter(adapter_folder, base=fresh_base())
     results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress,
                                     prompt_templates=prompt_templates)
-    return Comparison(results, max_steps)
+    return HeldOutComparison(results, max_steps)

@@ -68,9 +68,9 @@ __all__ = [
     "count_messages",
     "decide",
     "describe_result",
+    "loop_system_prompt",
     "run_loop",
     "start_messages",
-    "system_prompt",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ def approximate_token_count(text: str) -> int:
 # The loop
 
 
-def system_prompt(registry: ToolRegistry) -> str:
+def loop_system_prompt(registry: ToolRegistry) -> str:
     """The instructions and the tool list, re-read by the model on every step."""
     lines = ["You solve the task step by step. Before each action write a thought.",
              "Call one tool per step, or give the final answer. Tools:"]
@@ -364,7 +364,7 @@ def count_messages(messages: Iterable[dict[str, Any]],
 
 def start_messages(task, registry):
     """The messages of a new run: the system prompt that lists the tools, then the task."""
-    return [{"role": "system", "content": system_prompt(registry)},
+    return [{"role": "system", "content": loop_system_prompt(registry)},
             {"role": "user", "content": task}]
 
 
@@ -419,7 +419,7 @@ def run_loop(
     limits = limits or StopRules()
     registry = as_registry(tools)
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(registry)},
+        {"role": "system", "content": loop_system_prompt(registry)},
         {"role": "user", "content": task},
     ]
     current_plan = tuple(plan) if plan else None

@@ -126,11 +126,22 @@ AGENT_INSTRUCTIONS = (
     "Example. Ticket: My parcel never arrived.\nCALL route_to(department=shipping)"
 )
 
-__all__ = ["AGENT_INSTRUCTIONS", "TICKET", "Attempt", "ChatModelPolicy", "Comparison", "FiguresTable",
-           "MeasuredBeside",
-           "ScriptedChat",
-           "agent_chat", "batched_replies", "compare", "outputs_seen", "parse_department",
-           "scripted_agent"]
+__all__ = [
+    "AGENT_INSTRUCTIONS",
+    "TICKET",
+    "Attempt",
+    "ChatModelPolicy",
+    "FiguresTable",
+    "MeasuredBeside",
+    "PipelineVsAgent",
+    "ScriptedChat",
+    "agent_chat",
+    "batched_replies",
+    "compare_pipeline_and_agent",
+    "outputs_seen",
+    "parse_department",
+    "scripted_agent",
+]
 
 _CALL = re.compile(r"route_to\s*\(\s*(?:department\s*=\s*)?[\"']?(\w+)", re.I)
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.I | re.S)
@@ -311,7 +322,7 @@ def scripted_agent(ticket: str = TICKET, department: str = EXPECTED) -> Attempt:
 
 
 @dataclass
-class Comparison:
+class PipelineVsAgent:
     """Repeated runs of both approaches, and their figures side by side."""
 
     attempts: dict[str, list[Attempt]]
@@ -374,10 +385,10 @@ class Comparison:
 
 @dataclass
 class FiguresTable(Record):
-    """A comparison's figures as :meth:`Comparison.table` writes them (text for the student),
+    """A comparison's figures as :meth:`PipelineVsAgent.table` writes them (text for the student),
     and ``{approach: {"model", "token_unit", "figures"}}`` for a machine."""
 
-    comparison: Comparison
+    comparison: PipelineVsAgent
 
     def __str__(self) -> str:
         return self.comparison.table()
@@ -424,10 +435,10 @@ class MeasuredBeside(Record):
         printer.text(str(self))
 
 
-def compare(probe: Any, chat: Any = None, runs: int = 3, ticket: str = TICKET, seed: int = 0,
+def compare_pipeline_and_agent(probe: Any, chat: Any = None, runs: int = 3, ticket: str = TICKET, seed: int = 0,
             agent_steps: int = 2, max_new_tokens: int = 12,
             run_pipeline_fn: Callable[..., Attempt] = run_pipeline,
-            run_agent_fn: Callable[..., Attempt] = run_agent) -> Comparison:
+            run_agent_fn: Callable[..., Attempt] = run_agent) -> PipelineVsAgent:
     """Run both approaches ``runs`` times each (sampling seeded per run) and collect figures.
 
     ``probe`` is the in-kernel model whose next-token scores the pipeline reads; ``chat`` the
@@ -444,9 +455,9 @@ def compare(probe: Any, chat: Any = None, runs: int = 3, ticket: str = TICKET, s
         attempts["pipeline"].append(run_pipeline_fn(probe, ticket))
         torch.manual_seed(seed + i)
         attempts["agent"].append(run_agent_fn(policy, ticket, max_steps=agent_steps))
-    return Comparison(attempts)
+    return PipelineVsAgent(attempts)
 
 
-def outputs_seen(comparison: Comparison, approach: str) -> Sequence[str]:
+def outputs_seen(comparison: PipelineVsAgent, approach: str) -> Sequence[str]:
     """Every raw model text of an approach, in run order (to show what the model wrote)."""
     return [text for a in comparison.attempts[approach] for text in a.outputs]
