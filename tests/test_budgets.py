@@ -13,8 +13,8 @@ from course.loop.budget_guard import (
     scripted_code_model,
 )
 from course.loop.scenarios import recorded_tools, replay_recorded_run, stuck_search_model
-from course.tools.adapters import langchain_tool
 from course.tools.calls import ToolCall
+from course.tools.for_libraries import langchain_tool
 
 TASK = "What is the current weather in Paris?"
 

@@ -30,9 +30,9 @@ from course.loop.budget_guard import (
     run_smolagents_with_budget,
     scripted_code_model,
 )
-from course.tools.adapters import langchain_tool, langchain_tools, tool_message
 from course.tools.calls import ToolCall
 from course.tools.examples import get_weather
+from course.tools.for_libraries import langchain_tool, langchain_tools, tool_message
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolRegistry, ToolResult, ToolStatus
 

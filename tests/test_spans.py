@@ -134,7 +134,7 @@ def test_a_scripted_run_through_the_door_shows_its_refusal():
     from smolagents import CodeAgent
 
     from course.agents.offline_tools import make_tools
-    from course.tools.adapters import smolagents_door
+    from course.tools.for_libraries import smolagents_door
 
     outputs = ["Thought: search.\n<code>\nprint(web_search(query=3))\n</code>",
                "Thought: done.\n<code>\nfinal_answer('unknown')\n</code>"]
@@ -157,7 +157,7 @@ def test_a_scripted_run_through_the_door_shows_its_refusal():
 
 
 def test_a_langchain_tool_on_the_gateway_carries_needs_confirmation():
-    from course.tools.adapters import langchain_tools
+    from course.tools.for_libraries import langchain_tools
     from course.tools.gateway import ToolGateway
     from course.tools.registry import ToolRegistry
 
@@ -188,7 +188,7 @@ def test_a_langgraph_graph_made_before_the_capture_shows_each_call_and_verdict()
     from langgraph.graph import END, START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode
 
-    from course.tools.adapters import langchain_tools
+    from course.tools.for_libraries import langchain_tools
     from course.tools.registry import ToolRegistry
 
     uninstrument()  # the graph and its tools are made with nothing instrumented

@@ -1,4 +1,4 @@
-"""Error contracts of the registry, the gateway and the adapters, as one table.
+"""Error contracts of the registry, the gateway and the library tools, as one table.
 
 ``ToolRegistry.execute`` and ``ToolGateway.execute`` never raise: every bad input comes back as
 a :class:`ToolResult` with a status and a text that names the problem. Bad registrations and
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from course.tools.adapters import langchain_tool, smolagents_tools
 from course.tools.examples import get_weather
+from course.tools.for_libraries import langchain_tool, smolagents_tools
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolRegistry
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 import pytest
 
-from course.tools.adapters import langchain_tools, smolagents_tools
+from course.tools.for_libraries import langchain_tools, smolagents_tools
 from course.tools.gateway import ToolGateway
 from course.tools.registry import REFUSALS, ToolError, ToolRegistry, ToolResult
 

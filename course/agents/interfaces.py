@@ -36,8 +36,8 @@ from course.agents.live import LivePlan, _reusing_prefix, choice_label, live_pla
 from course.agents.replay import ReplayModel, _tokenizer_name, local_tokenizer
 from course.agents.traces import Run, run_from_smolagents
 from course.records import Record
-from course.tools.adapters import smolagents_door
 from course.tools.examples import get_weather
+from course.tools.for_libraries import smolagents_door
 
 __all__ = ["AGENTS", "CITIES", "SCRIPTED_OUTPUTS", "TASK", "InterfaceComparison", "InterfaceRun",
            "live_pair", "scripted_pair"]

@@ -3,7 +3,7 @@
 For: running the weather, Bond and debugging tasks (their task text, tools and
 ``additional_args`` taken from the shipped recordings, so they are the very tasks the replays
 use) with :func:`course.models.smolagents_model`, the offline tools (behind chapter 01's door,
-:func:`course.tools.adapters.smolagents_door`), and the same trace format,
+:func:`course.tools.for_libraries.smolagents_door`), and the same trace format,
 stepper and trajectory checks as the replays. Every figure of a live run is *measured*: the
 model outputs, the token usage the model object reported, and the wall time of each step.
 
@@ -51,8 +51,8 @@ from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
 from course.records import Record
 from course.settings import MODEL_SETTING, active_model
-from course.tools.adapters import smolagents_door
 from course.tools.constrained import PrefixCache, StopWhenReply
+from course.tools.for_libraries import smolagents_door
 
 __all__ = ["TUNED_STEPS", "LivePlan", "LiveRun", "choice_label", "first_code_block_end",
            "live_plan", "run_live", "run_live_tuned", "tuned_label", "tuned_plan",

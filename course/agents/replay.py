@@ -5,7 +5,7 @@ outputs one step at a time, instead of sampling. Everything else is real: the ``
 builds its prompt (system prompt with the tool list, the task, every earlier step), parses the
 ``<code>`` block out of the returned text, and its own Python executor runs that code against the
 tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default), each
-behind chapter 01's door (:func:`course.tools.adapters.smolagents_door`). The
+behind chapter 01's door (:func:`course.tools.for_libraries.smolagents_door`). The
 observations and errors of a replay are computed here; the model outputs (and so the final
 answers they contain) keep the recording's label, usually *reconstructed*.
 
@@ -46,7 +46,7 @@ from smolagents.monitoring import TokenUsage
 
 from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_smolagents
-from course.tools.adapters import smolagents_door
+from course.tools.for_libraries import smolagents_door
 
 __all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "native_tool_calls",
            "replay_run"]

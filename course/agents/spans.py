@@ -100,7 +100,7 @@ COURSE_ATTRIBUTES = (PROVENANCE, OUTPUTS, STEP, TOKEN_FIGURES, MEASURED_PROMPT,
 """The attributes the course adds to OpenInference's."""
 
 _STEP_NAME = re.compile(r"Step (\d+)")
-_DOOR_TOOL_CLASS = "DoorTool"  # course.tools.adapters.smolagents_tools' class, one per tool
+_DOOR_TOOL_CLASS = "DoorTool"  # course.tools.for_libraries.smolagents_tools' class, one per tool
 
 
 # ----- the provider and its processor ----------------------------------------------------------

@@ -402,7 +402,7 @@ def render(traj: Trajectory, tokenizer: Any, prompt_templates: dict[str, Any] | 
     from course.agents.evaluation import check_trajectory
     from course.agents.replay import ReplayModel
     from course.agents.traces import run_from_smolagents
-    from course.tools.adapters import smolagents_door
+    from course.tools.for_libraries import smolagents_door
 
     if not traj.outputs:
         raise ValueError(f"trajectory {traj.task!r} has no outputs: it is an evaluation task.")

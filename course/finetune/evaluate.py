@@ -126,7 +126,7 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
     from course.agents.live import stop_after_steps
     from course.agents.traces import run_from_smolagents
     from course.finetune.heldout import answer_problem
-    from course.tools.adapters import smolagents_door
+    from course.tools.for_libraries import smolagents_door
 
     tools = traj.make_tools()
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,

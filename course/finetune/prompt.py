@@ -66,7 +66,7 @@ def system_prompt_text(tools: list[Any], compact: bool = True) -> str:
     from smolagents import CodeAgent
 
     from course.agents.replay import ReplayModel
-    from course.tools.adapters import smolagents_door
+    from course.tools.for_libraries import smolagents_door
 
     agent = CodeAgent(tools=smolagents_door(tools), model=ReplayModel(["x"]), verbosity_level=-1,
                       prompt_templates=prompt_templates(compact))

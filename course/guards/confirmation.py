@@ -12,7 +12,7 @@ resumes it with ``Command(resume=decision)``:
 
 Every tool message the graph appends carries the gateway's :class:`~course.tools.registry.ToolResult`
 as its artifact and ``status="error"`` unless the call succeeded
-(:func:`course.tools.adapters.tool_message`), so what became of a call is read from the message,
+(:func:`course.tools.for_libraries.tool_message`), so what became of a call is read from the message,
 not from its wording.
 
 Even then the call goes through the gateway, which refuses to run a critical tool without an
@@ -48,7 +48,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 from course.records import Record
-from course.tools.adapters import tool_message
+from course.tools.for_libraries import tool_message
 from course.tools.gateway import ToolGateway
 from course.tools.registry import ToolResult, ToolStatus
 

@@ -69,8 +69,8 @@ from course.guards.injection_lab import SIDE_EFFECT_TOOLS, Lab
 from course.guards.injection_payloads import Payload, payloads
 from course.guards.injection_reader import LiteralReader
 from course.records import Record, json_safe
-from course.tools.adapters import tool_message
 from course.tools.calls import ToolCall
+from course.tools.for_libraries import tool_message
 from course.tools.gateway import ToolGateway
 from course.tools.protocol import json_calls
 from course.tools.registry import ToolResult, ToolStatus

@@ -56,7 +56,7 @@ from course.guards.warehouse import (
     transit_task,
 )
 from course.records import Record, json_safe
-from course.tools.adapters import smolagents_door
+from course.tools.for_libraries import smolagents_door
 from course.tools.registry import ToolResult
 
 __all__ = ["DESCRIPTIONS", "MANAGER_INSTRUCTIONS", "ScriptedPolicyModel", "Team", "TeamRun",

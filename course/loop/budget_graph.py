@@ -6,7 +6,7 @@ step is two); exceeding it raises ``GraphRecursionError``, which
 survives. A token budget lives in the graph state (``tokens_used`` with an adding reducer) and a
 conditional edge routes to a stop node when it is spent. The tool node is LangGraph's
 ``ToolNode`` over tools made by chapter 01's registry adapter
-(:func:`course.tools.adapters.langchain_tool`).
+(:func:`course.tools.for_libraries.langchain_tool`).
 
 The policy is *scripted* (named so in every output): the lesson is the runtime. Not handled:
 real models (see chapter 01's ``react_graph``), streaming, budgets in money.

@@ -26,7 +26,7 @@ from course.agents.replay import ReplayModel, local_tokenizer
 from course.agents.traces import run_from_smolagents
 from course.loop.agent_loop import StopReason, StopRules
 from course.records import Record, json_safe
-from course.tools.adapters import smolagents_door
+from course.tools.for_libraries import smolagents_door
 
 __all__ = ["BudgetGuard", "LibraryRun", "budgeted_code_agent", "run_smolagents_with_budget",
            "scripted_code_model"]
@@ -174,7 +174,7 @@ def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> Lib
 def budgeted_code_agent(tools: Sequence[Any], model: Any, limits: StopRules) -> tuple[Any, BudgetGuard]:
     """A real ``CodeAgent`` with ``max_steps`` from ``limits`` and a :class:`BudgetGuard`.
 
-    The agent calls ``tools`` through chapter 01's door (:func:`course.tools.adapters.smolagents_door`).
+    The agent calls ``tools`` through chapter 01's door (:func:`course.tools.for_libraries.smolagents_door`).
     Its logger is off (``LogLevel.OFF``): at ``verbosity_level=0`` smolagents still prints
     "Agent interrupted." and "Reached max steps." in red, which a notebook shows as an error wall;
     the stop reason is in the returned :class:`LibraryRun` instead.

@@ -8,7 +8,7 @@
   goes through; ``ToolStatus``, the one vocabulary of how a call ended, and ``ToolResult``, the
   outcome every caller gets.
 - :mod:`.gateway`: subject, risk class, veto policies, confirmation and audit on that door.
-- :mod:`.adapters`: the registry's tools as LangChain / smolagents tools that use the door (every
+- :mod:`.for_libraries`: the registry's tools as LangChain / smolagents tools that use the door (every
   agent of chapters 02-06 gets its tools this way); a LangChain tool message carries the result.
 - :mod:`.protocol`: the tool list in the prompt, the one parser of a model's JSON call, validity,
   and the LangChain-type -> chat-role table (``CHAT_ROLES``) later chapters use.

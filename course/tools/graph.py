@@ -2,7 +2,7 @@
 
 :func:`react_graph` is stock LangGraph: a chat model with ``bind_tools``, the prebuilt
 ``ToolNode`` and the ``tools_condition`` edge. Chapter 01 runs it with tools from the registry's
-door (:mod:`course.tools.adapters`) and with an MCP server's tools; :func:`transcript` is the
+door (:mod:`course.tools.for_libraries`) and with an MCP server's tools; :func:`transcript` is the
 one way both print what the graph did, one line per message.
 
 Not handled: parallel tool calls in one turn (``ToolNode`` runs them, the transcript shows them,

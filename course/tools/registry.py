@@ -21,7 +21,7 @@ by the bare registry: only a caller that asked a human (the gateway,
 :mod:`course.tools.gateway`) passes ``confirmed_by``.
 
 Not handled here: who is asking and risk grants, holding a call for a human and the audit log
-(:mod:`course.tools.gateway`); LangChain / smolagents objects (:mod:`course.tools.adapters`);
+(:mod:`course.tools.gateway`); LangChain / smolagents objects (:mod:`course.tools.for_libraries`);
 asynchronous tools; sandboxing what a tool does once it runs. A per-tool ``timeout`` stops the
 *caller's* wait, not the tool: a thread that overran keeps running in the background, and the
 model is told the outcome is unknown.
@@ -173,7 +173,7 @@ class ToolResult:
 
     ``status`` is a :class:`ToolStatus` (kept as its plain text value, so that a result in a
     LangGraph checkpoint stays plain data); ``content`` is what the model reads. The LangChain
-    adapters hand the whole result to the framework as the tool message's artifact.
+    library tools (course.tools.for_libraries) hand the whole result to the framework as the tool message's artifact.
     """
 
     tool: str

@@ -1,7 +1,7 @@
 """The registry's tools as LangChain and smolagents tool objects, each going through the door.
 
 Frameworks want their own tool objects: a LangGraph ``ToolNode`` takes LangChain
-``StructuredTool``s, a smolagents agent takes ``smolagents.Tool``s. The adapters here build them
+``StructuredTool``s, a smolagents agent takes ``smolagents.Tool``s. The functions here build them
 from a :class:`~course.tools.registry.ToolRegistry` so that every call still passes the one door
 (allowlist, schema, refusal text) or whatever ``executor`` you give (e.g. a gateway's
 ``execute`` with a subject bound). A framework therefore receives refusal text as the tool's
