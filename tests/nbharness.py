@@ -90,23 +90,60 @@ class ExecutedNotebook:
             for cell in self.cells(key) for out in cell.get("outputs", [])
         )
 
-    def records(self, key: str) -> list:
+    def records(self, key: str, shown: bool = True) -> list:
         """The values of the records the cell(s) displayed (:data:`course.records.RECORD_MIME`),
         one JSON object per displayed record, in output order: what a test reads instead of
-        matching printed prose."""
+        matching printed prose. ``shown=False`` leaves out the lines shown with
+        ``course.records.show`` (read those with :meth:`shown`)."""
         from course.records import RECORD_MIME
 
-        return [out["data"][RECORD_MIME] for cell in self.cells(key)
-                for out in cell.get("outputs", []) if RECORD_MIME in out.get("data", {})]
+        found = [out["data"][RECORD_MIME] for cell in self.cells(key)
+                 for out in cell.get("outputs", []) if RECORD_MIME in out.get("data", {})]
+        return found if shown else [r for r in found if not _is_shown(r)]
 
-    def record(self, key: str) -> dict:
-        """The one record the cell(s) displayed (an error if there are none or several)."""
-        found = self.records(key)
+    def record(self, key: str, shown: bool = True) -> dict:
+        """The one record the cell(s) displayed (an error if there are none or several);
+        ``shown=False``: the one besides the lines shown with ``course.records.show``."""
+        found = self.records(key, shown)
         assert len(found) == 1, f"{self.name}: cell {key!r} displayed {len(found)} records, not 1"
         return found[0]
 
+    def shown(self, key: str) -> dict[str, list]:
+        """{shown key: [its values, in order]} of the lines the cell(s) showed with
+        ``course.records.show(..., key=...)``."""
+        found: dict[str, list] = {}
+        for record in filter(_is_shown, self.records(key)):
+            found.setdefault(record["shown"], []).append(record["value"])
+        return found
+
+    def shown_one(self, key: str, shown_key: str):
+        """The one value the cell(s) showed under ``shown_key`` (an error if none or several)."""
+        values = self.shown(key).get(shown_key, [])
+        assert len(values) == 1, (
+            f"{self.name}: cell {key!r} showed {len(values)} values under {shown_key!r}, not 1")
+        return values[0]
+
+    def walls_of_text(self, limit: int = 3000) -> list[tuple[str, str]]:
+        """(cell id, what is wrong) for each output a student would scroll past or take for a
+        failure: a text longer than ``limit`` characters, or anything written to stderr."""
+        found = []
+        for cell in self.nb.cells:
+            for out in cell.get("outputs", []):
+                stream = out.output_type == "stream"
+                text = out.get("text", "") if stream else out.get("data", {}).get("text/plain", "")
+                if len(text) > limit:
+                    found.append((cell.get("id"), f"{len(text)} characters"))
+                if stream and out.name == "stderr":
+                    found.append((cell.get("id"), f"stderr: {text}"))
+        return found
+
     def all_text(self) -> str:
         return "\n".join(self.text(c.id) for c in self.nb.cells if c.cell_type == "code")
+
+
+def _is_shown(record: dict) -> bool:
+    """A line shown with ``course.records.show`` (a :class:`course.records.Shown` record)."""
+    return set(record) == {"shown", "value"}
 
 
 def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -12,22 +12,9 @@ NOTEBOOK = "02_code_agent_runs.ipynb"  # executed once by the shared ``run`` fix
 MAX_OUTPUT_CHARS = 3000
 
 
-def shown(run, cell: str) -> dict:
-    """{key: value} of the lines a cell shows with ``course.records.show`` under a key of their
-    own (a key shown on several lines: :func:`shown_all`)."""
-    keys = [r["shown"] for r in run.records(cell) if "shown" in r]
-    return {r["shown"]: r["value"] for r in run.records(cell)
-            if "shown" in r and keys.count(r["shown"]) == 1}
-
-
-def shown_all(run, cell: str, key: str) -> list:
-    """The values of every line ``cell`` shows under ``key``, in order."""
-    return [r["value"] for r in run.records(cell) if r.get("shown") == key]
-
-
 def test_live_runs_of_the_three_tasks_are_measured_and_read_by_the_checks(run):
     assert "short bounded run" in run.text("live-plan")  # the default setting: the bundled model
-    plan = shown(run, "live-plan")["plan"]
+    plan = run.shown_one("live-plan", "plan")
     assert (plan["max_steps"], plan["max_new_tokens"], plan["first_block"]) == (1, 64, True), plan
     cached = {}
     for task in ("weather", "bond", "debug"):
@@ -66,11 +53,11 @@ def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
     """Base + the committed adapter (its manifest checks), bounded, measured, read by the same
     trajectory checks: the format is learnt (every step parses), the judgement is not."""
     assert f"bounded run of {TUNED}: " in run.text("tuned-plan")  # what the student reads first
-    plan = shown(run, "tuned-plan")
-    assert (plan["plan"]["max_steps"], plan["plan"]["max_new_tokens"]) == (2, 160), plan
-    assert plan["plan"]["first_block"] and plan["model"] == TUNED, plan
-    summary = shown(run, "tuned-side-by-side")
-    rows = {r["run"]: r for r in summary["comparison"]}  # nine rows: the note's, live and tuned runs
+    plan = run.shown_one("tuned-plan", "plan")
+    assert (plan["max_steps"], plan["max_new_tokens"]) == (2, 160), plan
+    assert plan["first_block"] and run.shown_one("tuned-plan", "model") == TUNED, plan
+    summary = run.shown("tuned-side-by-side")  # {key: [value]}
+    rows = {r["run"]: r for r in run.shown_one("tuned-side-by-side", "comparison")}  # nine rows: the note's, live and tuned runs
     expected_flags = {"weather": ["relevant tool never called (web_search)"], "bond": [], "debug": []}
     for task, flags in expected_flags.items():
         tuned = run.record(f"tuned-{task}")
@@ -83,7 +70,7 @@ def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
         # one verdict, three readings: the run's flags, the comparison's row, the summary line
         assert tuned["flags"] == flags, (task, tuned["flags"])
         assert rows[f"{task}, tuned live"]["flags"] == flags, rows
-        assert summary[task] == flags, summary
+        assert summary[task] == [flags], summary
         assert f"{task}, note" in rows and f"{task}, live" in rows  # beside the others
     weather, bond = run.record("tuned-weather"), run.record("tuned-bond")
     assert weather["steps"] == 2 and weather["tools_called"] == [] and weather["stopped"] == "step limit (2)"
@@ -91,7 +78,8 @@ def test_the_fine_tuned_model_runs_the_three_tasks_live_beside_the_replays(run):
     assert bond["tools_called"] == ["web_search", "image_generator", "final_answer"], bond
     assert bond["stopped"] == "final_answer" and bond["answer"] == "an image (AgentImage)"
     # ...though the generator got no car: what the checks do not read
-    assert summary["bond, tuned"] == [["latest car James Bond"], ["a car, detailed, high-res"]]
+    assert run.shown_one("tuned-side-by-side", "bond, tuned") == [
+        ["latest car James Bond"], ["a car, detailed, high-res"]]
     debug = run.record("tuned-debug")  # uses the script's name, never runs it: no flag
     assert any("numbers = numbers + 1" in step["code"] for step in debug["step_records"]), debug
     assert debug["answer"] == "None"
@@ -197,7 +185,7 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
     prompt = run.text("dummy-prompt")
     assert "- web_search(query: str) -> str: Search the web" in prompt
     assert 'Action: tool_name(argument="value")' in prompt
-    parsed = shown_all(run, "dummy-parse", "parsed")
+    parsed = run.shown("dummy-parse")["parsed"]
     assert parsed[:2] == [{"name": "get_weather", "args": [], "kwargs": {"city": "Rome"}},
                           {"text": "18 °C"}], parsed
     assert parsed[2].startswith("expected a line 'Action: tool(arg=...)'"), parsed
@@ -210,14 +198,14 @@ def test_the_dummy_agent_cells_show_the_loop_replayed_and_live(run):
     assert [s["parsed"]["kwargs"] for s in replay["steps"][:2]] == [
         {"query": "current weather in Paris"}, {"query": "current weather in Paris, France"}]
     assert run.text("dummy-ideal").startswith("[reconstructed (from the note): the ideal ReAct trajectory")
-    assert shown(run, "dummy-ideal") == {"DB5": True}
+    assert run.shown("dummy-ideal") == {"DB5": [True]}
     ideal = next(r for r in run.records("dummy-ideal") if "steps" in r)
     assert [s["parsed"] for s in ideal["steps"]] == [
         {"action": "web_search", "args": [], "kwargs": {"query": "car James Bond latest movie"}},
         {"action": "text_to_image", "args": [], "kwargs": {"prompt": "Aston Martin DB5"}},
         {"final_answer": "<image>"}]
     assert run.text("dummy-live").startswith("[measured] model: SmolLM2-135M-Instruct (bundled); ")
-    live = shown(run, "dummy-live")["live"]
+    live = run.shown_one("dummy-live", "live")
     assert live == [3, 3, 0], live  # questions, model calls, with an action or answer parsed
     first = next(r for r in run.records("dummy-live") if "steps" in r)
     assert first["stopped"] == "no action to run" and first["steps"][0]["parsed"] is None, first
@@ -243,34 +231,34 @@ def test_code_takes_one_step_where_tool_calls_take_three(run):
 
 
 def test_recordings_are_listed_with_their_provenance(run):
-    recordings = shown(run, "recordings")
-    steps, provenance = recordings["weather_note"]
-    assert steps == 3, recordings
+    steps, provenance = run.shown_one("recordings", "weather_note")
+    assert steps == 3, provenance
     assert "token figures recorded (published) (step 1, 3) and derived (step 2)" in provenance
+    bond = run.shown_one("recordings", "bond_reference_72b")
     assert ("code reconstructed from the published step descriptions; token figures recorded "
-            "(published)") in recordings["bond_reference_72b"][1], recordings
+            "(published)") in bond[1], bond
     assert "9528 input and 225 output tokens" in run.text("weather-recording")  # the note's words
     assert "--- step 1: code [reconstructed]" in run.text("weather-recording")
-    steps = shown(run, "weather-recording")
-    assert (steps["step 1"]["input_tokens"], steps["step 1"]["figures"]) == (2083, "recorded"), steps
-    assert (steps["step 2"]["input_tokens"], steps["step 2"]["figures"]) == (3345, "derived"), steps
+    one, two = (run.shown_one("weather-recording", f"step {n}") for n in (1, 2))
+    assert (one["input_tokens"], one["figures"]) == (2083, "recorded"), one
+    assert (two["input_tokens"], two["figures"]) == (3345, "derived"), two
 
 
 def test_weather_replay_three_steps_glued_answer(run):
     assert run.text("weather-replay").startswith("[reconstructed] steps: ")
-    replay = shown(run, "weather-replay")
-    assert replay["steps"] == 3 and replay["answer"] == "Clear sky, around 13-16°C", replay
-    (first, first_titles), (second, second_titles) = shown_all(run, "weather-replay", "web_search")
+    replay = run.shown("weather-replay")
+    assert replay["steps"] == [3] and replay["answer"] == ["Clear sky, around 13-16°C"], replay
+    (first, first_titles), (second, second_titles) = replay["web_search"]
     assert (first, second) == ("current weather in Paris", "current weather in Paris, France")
     assert sum("Orbit Mobile Community" in t for t in first_titles) == 3, first_titles
     assert any("MeteoCity" in t for t in second_titles) and any("SkyReport" in t for t in second_titles)
 
 
 def test_bond_replay_draws_once_never_searches(run):
-    bond = shown(run, "bond-replay")
-    assert bond["calls"] == [1, 0], bond  # image_generator, web_search
-    assert bond["prompt"] == "James Bond's car from the latest Bond movie, high-res, photorealistic"
-    assert bond["car"] is False  # names a car model? The original's cell 7
+    assert run.shown_one("bond-replay", "calls") == [1, 0]  # image_generator, web_search
+    assert run.shown_one("bond-replay", "prompt") == (
+        "James Bond's car from the latest Bond movie, high-res, photorealistic")
+    assert run.shown_one("bond-replay", "car") is False  # names a car model? The original's cell 7
     assert run.has_image("bond-image")
 
 
@@ -278,20 +266,20 @@ def test_debug_replay_never_runs_the_script(run):
     text = run.text("debug-replay")  # the script and the answer, as code the student reads
     assert "numbers=[0, 1, 2]" in text
     assert "range(len(numbers))" in text and "numbers[i]" in text
-    debug = shown(run, "debug-replay")
-    assert debug["steps"] == 1 and debug["runs"] == "none", debug
-    shows = shown(run, "debug-what-running-shows")
-    assert isinstance(shows["original"], str) and "not callable" in shows["original"], shows  # fails
-    assert shows["fixed"] == ["0", "1", "2"], shows  # what it prints
+    debug = run.shown("debug-replay")
+    assert debug == {"steps": [1], "runs": ["none"]}, debug
+    original = run.shown_one("debug-what-running-shows", "original")
+    assert isinstance(original, str) and "not callable" in original, original  # fails
+    assert run.shown_one("debug-what-running-shows", "fixed") == ["0", "1", "2"]  # what it prints
 
 
 def test_the_original_notebooks_text_cell_is_read_against_the_traces(run):
-    runs = shown(run, "reference-runs")
-    assert runs["note run"] == [] and runs["72B run"] == [1, 2], runs
+    runs = run.shown("reference-runs")
+    assert runs["note run"] == [[]] and runs["72B run"] == [[1, 2]], runs
 
 
 def test_the_search_result_count_is_sourced(run):
-    assert shown(run, "weather-tokens")["max_results"] == [10, 3]  # DuckDuckGoSearchTool, ours
+    assert run.shown_one("weather-tokens", "max_results") == [10, 3]  # DuckDuckGoSearchTool, ours
 
 
 def test_checks_flag_exactly_the_note_runs(run):
@@ -307,7 +295,7 @@ def test_checks_flag_exactly_the_note_runs(run):
                      "debug": [("instruction to run code ignored", 1, None)]}, flags
     ideal = run.text("ideal-bond")
     assert ideal.startswith("[reconstructed (from the note)]"), ideal
-    assert shown(run, "ideal-bond") == {"DB5": True}
+    assert run.shown("ideal-bond") == {"DB5": [True]}
     ideal_verdict = next(r for r in run.records("ideal-bond") if "flags" in r)
     assert ideal_verdict["run"] == "ideal" and ideal_verdict["flags"] == [], ideal_verdict
     rows = {r["run"]: r for r in run.record("side-by-side")["rows"]}
@@ -325,7 +313,7 @@ def test_checks_flag_exactly_the_note_runs(run):
 
 def test_reference_runs_show_recorded_and_measured(run):
     text = run.text("reference-runs")
-    bond, debug = (shown(run, "reference-runs")[f"{task} (published reference, Qwen2.5-72B)"]
+    bond, debug = (run.shown_one("reference-runs", f"{task} (published reference, Qwen2.5-72B)")
                    for task in ("James Bond's car", "Debug a script"))
     for steps, published, last in ((bond, 2152, 10191), (debug, 2059, 6885)):
         # step 1 of each 72B run, counted here with the Qwen3 tokenizer
@@ -338,8 +326,7 @@ def test_reference_runs_show_recorded_and_measured(run):
 
 
 def test_qwen_tokenizer_counts_step_one_like_the_note(run):
-    tokens = shown(run, "weather-tokens")
-    steps = tokens["tokens"]
+    steps = run.shown_one("weather-tokens", "tokens")
     qwen, recorded = steps[0]["qwen prompt"], steps[0]["input"]
     assert recorded == 2083 and abs(qwen - recorded) <= 10, (qwen, recorded)
     assert "step 1: Qwen3 tokenizer" in run.text("weather-tokens")  # the line that compares them
@@ -352,7 +339,7 @@ def test_qwen_tokenizer_counts_step_one_like_the_note(run):
 
 def test_measured_prompt_grows_every_step(run):
     assert run.has_image("prompt-growth")
-    sizes = shown_all(run, "prompt-growth", "step")
+    sizes = run.shown("prompt-growth")["step"]
     assert "tokens [measured" in run.text("prompt-growth")  # each size says it was measured
     assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
 
@@ -424,7 +411,7 @@ def test_steppers_render_as_widgets(run):
 def test_a_live_trace_round_trips(run):
     text = run.text("live-run")
     assert "model outputs measured (a model ran); token figures measured" in text
-    assert shown(run, "live-run") == {"round trip": True}
+    assert run.shown("live-run") == {"round trip": [True]}
 
 
 def test_quiz_and_exercises_pass(run):

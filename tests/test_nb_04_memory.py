@@ -1,7 +1,7 @@
 """Chapter 04 executed: each test reads the values a cell computed from the records it displays
-(``run.record`` / ``run.records``; a line shown with ``course.records.show`` is a record of its
-value under a key), not from its printed prose. Text checks remain for what a student must read:
-the provenance labels, the kind of prompt shown, the closing note's wording."""
+(``run.record`` / ``run.records``; the lines shown with ``course.records.show``, by key:
+``run.shown`` / ``run.shown_one``), not from its printed prose. Text checks remain for what a
+student must read: the provenance labels, the kind of prompt shown, the closing note's wording."""
 
 import re
 
@@ -10,45 +10,22 @@ import pytest
 NOTEBOOK = "04_memory.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
 
-def _shown(run, cell: str) -> dict[str, list]:
-    """{key: [values, in order]} of the lines the cell showed with ``show(..., key=...)``."""
-    found: dict[str, list] = {}
-    for record in run.records(cell):
-        if set(record) == {"shown", "value"}:
-            found.setdefault(record["shown"], []).append(record["value"])
-    return found
-
-
-def _record(run, cell: str) -> dict:
-    """The one record the cell displayed besides its shown lines (a table, a state, a size)."""
-    found = [r for r in run.records(cell) if set(r) != {"shown", "value"}]
-    assert len(found) == 1, f"cell {cell!r} displayed {len(found)} such records, not 1"
-    return found[0]
-
-
-def _one(run, cell: str, key: str):
-    """The one value the cell showed under ``key``."""
-    values = _shown(run, cell).get(key, [])
-    assert len(values) == 1, f"cell {cell!r} showed {len(values)} values under {key!r}, not 1"
-    return values[0]
-
-
 def test_history_is_in_the_second_prompt_and_absent_in_the_first(run):
     # in this kernel the cells show the token sequence itself (a server's run says transcript)
     for cell in ("alone", "with-history"):
         assert run.text(cell).startswith("what the model receives: the token sequence as text")
-    alone = _one(run, "alone", "prompt")
+    alone = run.shown_one("alone", "prompt")
     assert "What's my name?" in alone and "I'm Bob" not in alone
-    prompt = _one(run, "with-history", "prompt")
+    prompt = run.shown_one("with-history", "prompt")
     assert prompt.index("Hi! I'm Bob") < prompt.index("What's my name?")
-    assert _one(run, "with-history", "bob_in_prompt") == {"first": False, "second": True}
+    assert run.shown_one("with-history", "bob_in_prompt") == {"first": False, "second": True}
 
 
 def test_prompt_sizes_are_counted_with_both_tokenizers_and_grow_with_history(run):
     from course.models import notes_tokenizer
 
     def sizes(cell):
-        counts = _record(run, cell)["counts"]
+        counts = run.record(cell, shown=False)["counts"]
         assert [c["counter"].endswith(end) for c, end in zip(counts, (
             ", its chat template", ", Qwen2-Instruct chat template"), strict=True)] == [True, True]
         return counts
@@ -67,7 +44,7 @@ MEASURED = "measured, SmolLM2-135M-Instruct (bundled)"
 
 def _beside(run, cell):
     """The rows of the live-beside-published record a cell displayed, by key."""
-    side = _record(run, cell)
+    side = run.record(cell, shown=False)
     assert side["live_label"].startswith(MEASURED)  # the label rule: what ran here says so
     return {row["key"]: row for row in side["rows"]}
 
@@ -84,8 +61,8 @@ def test_live_replies_stand_beside_the_labelled_recorded_ones(run):
         "Hello Bob! How can I assist you today?", "typed by the notebook's author", None)
     assert rows["alone"]["published"].startswith("Your name is your unique identifier")
     assert rows["with-history"]["published"].startswith("Your name is Bob.")
-    assert rows["with-history"]["live"] == _one(run, "with-history", "answer")
-    assert rows["alone"]["live"] == _one(run, "alone", "answer")
+    assert rows["with-history"]["live"] == run.shown_one("with-history", "answer")
+    assert rows["alone"]["live"] == run.shown_one("alone", "answer")
     for cell, key, published in (("thread-abc123", "thread-2", "Your name is Bob. Is there"),
                                  ("pirate", "pirate", "Your name is Jim."),
                                  ("language", "language-1", "¡Hola, Bob! ¿Cómo puedo ayudarte hoy?"),
@@ -96,7 +73,7 @@ def test_live_replies_stand_beside_the_labelled_recorded_ones(run):
 
 def test_p_bob_is_higher_with_history_and_the_probe_is_named(run):
     assert run.text("p-bob").startswith("probe model: SmolLM2-135M-Instruct")
-    rows = {r["conversation"]: r for r in _record(run, "p-bob")["rows"]}
+    rows = {r["conversation"]: r for r in run.record("p-bob", shown=False)["rows"]}
     assert list(rows) == ["question alone", "after the greeting above",
                           "after the hand-typed greeting"]
     alone = rows["question alone"]
@@ -126,20 +103,20 @@ def test_thread_continues_from_its_checkpoint(run):
     rows = _beside(run, "thread-abc123")
     assert [r["user"] for r in rows.values()] == ["Hi! I'm Bob.", "What's my name?"]
     assert "received on turn 2: the token sequence as text" in run.text("thread-abc123")
-    prompt = _one(run, "thread-abc123", "prompt")
+    prompt = run.shown_one("thread-abc123", "prompt")
     assert prompt.index("Hi! I'm Bob.") < prompt.index("What's my name?")
     assert rows["thread-1"]["live"] in prompt  # the saved reply came back in the prompt
     assert prompt.rstrip().endswith("<|im_start|>assistant")
 
 
 def test_new_thread_starts_empty(run):
-    saved = _shown(run, "new-thread")["saved"]
+    saved = run.shown("new-thread")["saved"]
     assert {s["thread"]: s["messages"] for s in saved} == {"abc123": 4, "xyz789": 0}
-    assert _one(run, "new-thread", "received") == ["human"]  # received in 'xyz789'
+    assert run.shown_one("new-thread", "received") == ["human"]  # received in 'xyz789'
 
 
 def test_one_checkpoint_per_step_with_parents(run):
-    table = _record(run, "checkpoints")
+    table = run.record("checkpoints", shown=False)
     assert table["thread_id"] == "abc123"
     rows = table["rows"]
     assert [r["messages"] for r in rows] == [0, 1, 2, 2, 3, 4]
@@ -149,16 +126,16 @@ def test_one_checkpoint_per_step_with_parents(run):
 
 
 def test_streaming_updates_and_tokens(run):
-    (update,) = _shown(run, "stream-updates")["update"]
+    (update,) = run.shown("stream-updates")["update"]
     assert update["node"] == "model" and len(update["messages"]) == 1
     (kind, text), = update["messages"]
     assert kind == "ai" and text.strip()
-    pieces = _one(run, "stream-tokens", "pieces")
+    pieces = run.shown_one("stream-tokens", "pieces")
     assert pieces["pieces"] >= 2 and pieces["node"] == "model" and pieces["joined equal"] is True
 
 
 def test_pirate_prompt_system_first_newest_user_last(run):
-    prompt = _one(run, "pirate", "prompt").strip()
+    prompt = run.shown_one("pirate", "prompt").strip()
     assert prompt.startswith("<|im_start|>system\nYou talk like a pirate.")
     assert prompt.index("Hi! I'm Jim.") < prompt.index("What is my name?")
     assert prompt.endswith("What is my name?<|im_end|>\n<|im_start|>assistant")
@@ -167,9 +144,9 @@ def test_pirate_prompt_system_first_newest_user_last(run):
 def test_language_persists_when_omitted(run):
     from course.memory.chat_graph import LANGUAGE_TEMPLATE
 
-    system = _one(run, "language", "system")  # the system message the model received on turn 2
+    system = run.shown_one("language", "system")  # the system message the model received on turn 2
     assert system.strip() == LANGUAGE_TEMPLATE.format(language="Spanish")
-    state = _record(run, "get-state")
+    state = run.record("get-state", shown=False)
     assert (state["thread_id"], state["language"], state["label"]) == ("abc456", "Spanish",
                                                                       "measured")
     assert [kind for kind, _ in state["messages"]] == ["human", "ai", "human", "ai"]
@@ -183,13 +160,13 @@ def test_the_original_read_back_is_shown_exactly_with_its_gpt2_count(run):
 
     from course.memory.recorded import original_trimming_state
 
-    state = _record(run, "original-readback")
+    state = run.record("original-readback", shown=False)
     assert state == original_trimming_state().record()  # the recorded artefact, not a rebuild
     assert (state["thread_id"], state["language"], state["label"]) == ("abc123", "Spanish",
                                                                       "recorded")
     (_, human), (_, ai) = state["messages"]
     assert human == "Hi! I'm Bob." and len(ai) == 205
-    size = _one(run, "original-readback", "size")
+    size = run.shown_one("original-readback", "size")
     chars, tokens = size["characters"], size["gpt2_tokens"]
     want = len(get_tokenizer().encode(get_buffer_string([AIMessage(ai)])))
     assert (chars, tokens) == (205, want) and tokens >= 66  # the note: at least 66
@@ -197,31 +174,31 @@ def test_the_original_read_back_is_shown_exactly_with_its_gpt2_count(run):
 
 
 def test_only_the_answer_is_stored(run):
-    assert _one(run, "stored-answer", "return_type") == "ReturnType.NEW_TEXT"
-    assert _one(run, "stored-answer", "inside") is False  # no markup or user text inside
-    stored = _shown(run, "stored-answer")["stored"]
+    assert run.shown_one("stored-answer", "return_type") == "ReturnType.NEW_TEXT"
+    assert run.shown_one("stored-answer", "inside") is False  # no markup or user text inside
+    stored = run.shown("stored-answer")["stored"]
     assert len(stored) == 2 and all(0 < len(reply) < 200 for reply in stored)
 
 
 def test_time_travel_replay_and_fork(run):
-    before = _record(run, "time-travel")["rows"]
+    before = run.record("time-travel", shown=False)["rows"]
     assert len(before) == 6 and [r["messages"] for r in before] == [0, 1, 2, 2, 3, 4]
-    assert _one(run, "replay", "replayed")["checkpoint"] == 2
+    assert run.shown_one("replay", "replayed")["checkpoint"] == 2
     assert "[measured, SmolLM2-135M-Instruct" in run.text("replay")  # the replay's label
-    assert _one(run, "replay", "same") is True  # greedy decoding: the same reply as the first time
-    counts = _one(run, "fork", "checkpoints")
+    assert run.shown_one("replay", "same") is True  # greedy decoding: the same reply as the first time
+    counts = run.shown_one("fork", "checkpoints")
     assert counts["before"] == len(before) and counts["after"] > counts["before"]
     assert counts["forks"] == [2]
     assert run.has_image("fork-plot")
     assert "latest branch (the ai messages: measured, SmolLM2-135M-Instruct" in run.text("fork")
-    latest = _one(run, "fork", "latest")
+    latest = run.shown_one("fork", "latest")
     assert ["human", "Hi! I'm Bob"] in latest and not any("Rob" in text for _, text in latest)
 
 
 def test_remove_message_deletes_from_state_trimming_does_not(run):
-    assert _one(run, "remove-message", "trimming") == {"seen": 2, "held": 4}
-    assert _one(run, "remove-message", "removed") == {"held": 2, "of": 4}
-    assert len(_one(run, "remove-message", "left")) == 2
+    assert run.shown_one("remove-message", "trimming") == {"seen": 2, "held": 4}
+    assert run.shown_one("remove-message", "removed") == {"held": 2, "of": 4}
+    assert len(run.shown_one("remove-message", "left")) == 2
 
 
 def test_appendix_topics_are_going_further_after_the_exercises(run):
@@ -245,12 +222,12 @@ def test_outputs_that_show_the_models_words_name_their_provenance(run):
 
 
 def test_closing_note_repeats_the_measured_figures(run):
-    shown = _shown(run, "closing-note")
-    rows = _record(run, "p-bob")["rows"]
+    shown = run.shown("closing-note")
+    rows = run.record("p-bob", shown=False)["rows"]
     assert [(g["conversation"], g["gain"]) for g in shown["gain"]] == [
         (r["conversation"], r["gain"]) for r in rows]
     assert round(shown["gain"][0]["gain"]) == 1
-    assert shown["original"] == [_one(run, "original-readback", "size")]
+    assert shown["original"] == [run.shown_one("original-readback", "size")]
     assert shown["original"][0]["characters"] == 205
     assert "prefix" not in run.text("closing-note")  # prefix reuse is going further, not the lesson's figures
 

@@ -16,19 +16,6 @@ COMMITTED = "measured (committed result of an earlier run: course/data/"
 EVALUATION = "course/data/adapters/smollm2-tools/evaluation.json"
 
 
-def shown(run, cell: str) -> dict:
-    """{key: value} of the lines a cell shows with ``course.records.show`` under a key of their
-    own (a key shown on several lines: :func:`shown_all`)."""
-    keys = [r["shown"] for r in run.records(cell) if "shown" in r]
-    return {r["shown"]: r["value"] for r in run.records(cell)
-            if "shown" in r and keys.count(r["shown"]) == 1}
-
-
-def shown_all(run, cell: str, key: str) -> list:
-    """The values of every line ``cell`` shows under ``key``, in order."""
-    return [r["value"] for r in run.records(cell) if r.get("shown") == key]
-
-
 @pytest.fixture(scope="module")
 def evaluation():
     return json.loads((adapter_dir() / "evaluation.json").read_text())
@@ -58,40 +45,38 @@ def test_the_base_live_step_writes_no_parseable_code(run):
 
 
 def test_no_held_out_family_is_trained_on(run):
-    families = shown(run, "families")
-    counts = families["training"]
+    counts = run.shown_one("families", "training")
     assert sum(counts.values()) == len(training_tasks(0)) == 96
     assert not set(counts) & set(HELD_OUT_FAMILIES)
-    held = families["held-out"]
+    held = run.shown_one("families", "held-out")
     assert set(held) == set(HELD_OUT_FAMILIES) and sum(held.values()) == len(held_out_tasks())
-    assert families["trajectories"] == 96  # shown after the cell's asserts ran, and it says so:
+    assert run.shown_one("families", "trajectories") == 96  # shown after the cell's asserts ran, and it says so:
     assert run.text("families").rstrip().endswith("training trajectories (asserted)")
 
 
 def test_the_trajectory_is_scripted_and_rendered_through_the_agent(run):
     assert run.text("one-trajectory").startswith("[scripted] family ")  # the label, first
-    example = shown(run, "one-trajectory")["example"]
+    example = run.shown_one("one-trajectory", "example")
     assert example["family"] == "fact_lookup", example
     outputs = example["outputs"]
     assert "--- output 2 (scripted) ---\n" + outputs[1] in run.text("one-trajectory")  # as printed
     assert len(outputs) == 2 and all(o.startswith("Thought:") for o in outputs), outputs
     assert "web_search(" in outputs[0] and "final_answer(" in outputs[1], outputs
     assert run.text("render").startswith("[scripted outputs, observations computed here")
-    rendered = shown(run, "render")
-    assert rendered["steps"] == 2, rendered
-    assert "## Search Results" in rendered["observation"]  # the offline search really ran
+    assert run.shown_one("render", "steps") == 2
+    assert "## Search Results" in run.shown_one("render", "observation")  # the offline search really ran
 
 
 def test_the_loss_mask_trains_the_model_words_only(run):
-    prefix, rest, trained = shown(run, "loss-mask")["tokens"]
+    prefix, rest, trained = run.shown_one("loss-mask", "tokens")
     assert 2000 < prefix and 0 < trained < rest
-    pieces = shown_all(run, "loss-mask", "trained")
+    pieces = run.shown("loss-mask")["trained"]
     assert len(pieces) == 2 and sum(n for n, _ in pieces) == trained
     assert all(words.startswith("Thought:") for _, words in pieces)
 
 
 def test_lora_parameters_by_hand_equal_peft_and_the_adapter_file(run, manifest):
-    by_hand, peft = shown(run, "lora-count")["lora"]
+    by_hand, peft = run.shown_one("lora-count", "lora")
     assert by_hand == peft == 2_442_240  # 30 blocks x 8 x (2x1152 + 2x768 + 3x2112)
     size = manifest["bytes"]["adapter_model.safetensors"]
     assert peft * 4 <= size < peft * 4 + 100_000  # fp32 tensors plus the safetensors header
@@ -100,12 +85,11 @@ def test_lora_parameters_by_hand_equal_peft_and_the_adapter_file(run, manifest):
 def test_the_live_run_lowers_the_loss_on_the_same_trajectory(run):
     text = run.text("live-train")
     assert "[measured] SmolLM2-135M-Instruct + a fresh LoRA, 3 steps on one fact_lookup" in text
-    live = shown(run, "live-train")
-    losses = live["losses"]
+    losses = run.shown_one("live-train", "losses")
     assert len(losses) == 3 and all(math.isfinite(x) and x > 0 for x in losses)
     assert losses[-1] < losses[0]  # two updates later, the same trajectory's loss is lower
-    reused, prefix = live["cache"]  # three steps, each read the whole prefix from the cache
-    assert prefix > 0 and reused == 3 * prefix, live
+    reused, prefix = run.shown_one("live-train", "cache")  # 3 steps, each read the prefix cached
+    assert prefix > 0 and reused == 3 * prefix, (reused, prefix)
 
 
 def test_the_masked_loss_is_written_in_the_lesson_and_used_live(run):
@@ -120,11 +104,11 @@ def test_the_masked_loss_is_written_in_the_lesson_and_used_live(run):
 def test_the_full_run_curve_is_the_committed_log(run, manifest):
     assert run.has_image("loss-curve")
     assert f"[{COMMITTED}adapters/smollm2-tools/train_log.jsonl)] full run" in run.text("loss-curve")
-    steps, first, last = shown(run, "loss-curve")["full run"]
+    steps, first, last = run.shown_one("loss-curve", "full run")
     assert steps == manifest["steps"], steps
     assert f"{first:.3f}" == f"{manifest['mean_loss_first_8']:.3f}", first
     assert f"{last:.3f}" == f"{manifest['mean_loss_last_8']:.3f}", last
-    losses = shown(run, "live-train")["losses"]  # the live run above: its figures, as recorded there
+    losses = run.shown_one("live-train", "losses")  # the live run above: its figures, as recorded there
     assert f"[measured] the live run above: {losses[0]:.3f} -> {losses[-1]:.3f}\n" in \
         run.text("loss-curve")
 
@@ -138,7 +122,7 @@ def test_the_manifest_check_passes_with_the_doctors_check(run, manifest):
     assert text.startswith(f"[{COMMITTED}adapters/smollm2-tools/manifest.json)] adapter ")
     assert "manifest check, run here: every adapter file has the sha256" in text
     # the manifest the check read, whole: name, files and their sha256, data, steps, seconds
-    assert shown(run, "manifest")["manifest"] == manifest
+    assert run.shown_one("manifest", "manifest") == manifest
 
 
 def test_the_held_out_table_is_the_committed_evaluation(run, evaluation):
@@ -169,11 +153,11 @@ def test_the_lesson_is_computed_from_the_runs(run, evaluation):
     tuned = evaluation["runs"][evaluation["summary"][1]["model"]]
     assert text.startswith(f"[measured (committed result of an earlier run: {EVALUATION})] "
                            f"{evaluation['summary'][1]['model']}, per held-out task")
-    lesson = shown(run, "lesson")
-    assert shown_all(run, "lesson", "task") == tuned  # one line per held-out task, in order
-    assert lesson["format learned"] is True
-    assert lesson["weather"] == [True, True]  # never searched, flagged by the trajectory checks
-    assert lesson["bond"] == [True, [], False, "Aston Martin"]  # drew, flags, success, car missing
+    lesson = run.shown("lesson")
+    assert lesson["task"] == tuned  # one line per held-out task, in order
+    assert lesson["format learned"] == [True]
+    assert lesson["weather"] == [[True, True]]  # never searched, flagged by the trajectory checks
+    assert lesson["bond"] == [[True, [], False, "Aston Martin"]]  # drew, flags, success, car missing
 
 
 def test_the_instructor_edition_passes_the_quiz_and_the_exercises(run):
@@ -214,7 +198,7 @@ def test_the_bfcl_cell_shows_both_committed_tables(run):
         for mode in ("free", "constrained"):
             a, b = (next(r for r in t["rows"] if (r["category"], r["mode"], r["subset"])
                          == (category, mode, "flat")) for t in (base, tuned))
-            line = shown(run, "bfcl")[f"{category} {mode}"]  # base, base + adapter
+            line = run.shown_one("bfcl", f"{category} {mode}")  # base, base + adapter
             assert line == [f"{a['well_formed']}/{a['n']} / {a['accepted']}/{a['n']}",
                             f"{b['well_formed']}/{b['n']} / {b['accepted']}/{b['n']}"], line
     assert tuned["model"] in text and base["model"] in text  # the models it names
