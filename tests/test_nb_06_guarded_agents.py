@@ -1,11 +1,12 @@
 """Chapter 06 executed headless (scripted approvals): the lesson-carrying values of 06_guarded_agents.ipynb.
 
 Each test reads the values a cell displayed (its records: prompt sizes, the plan, the audit, the
-injection totals) or printed (fields, counts, dicts) and checks what carries the lesson: what ran
-before and after each decision, which payloads got through which runtime.
+injection totals; the lines shown with ``course.records.show``, by key: ``run.shown_one``) and
+checks what carries the lesson: what ran before and after each decision, which payloads got
+through which runtime. Text checks remain for what a student reads: the provenance labels, the
+refusal the model was told, the error a specialist gets, the graph's drawing.
 """
 
-import ast
 import re
 
 from nbharness import NOTEBOOKS, cell_sources
@@ -54,20 +55,19 @@ def test_rejection_reaches_the_model_as_a_refusal(run):
     text = run.text("reject")
     told = field(text, "the model was told")
     assert "human:dana" in told and "denied" in told and "NOT run" in told
-    assert ast.literal_eval(field(text, "declaration EX-7 lines")) == {"SKU-100": 20}
-    assert audit(run.record("reject")) == {
+    assert run.shown_one("reject", "EX-7 lines") == {"SKU-100": 20}
+    assert audit(run.record("reject", shown=False)) == {
         "move_stock": ("edit", "human:dana", "ok"),
         "amend_declaration": ("reject", "human:dana", "confirmation_denied")}
-    executed = {e["tool"]: e["executed_arguments"] for e in run.record("reject")["entries"]}
+    executed = {e["tool"]: e["executed_arguments"]
+                for e in run.record("reject", shown=False)["entries"]}
     assert executed["move_stock"]["quantity"] == 30 and executed["amend_declaration"] is None
 
 
 def test_widget_renders_and_scripted_policy_decides(run):
     assert run.has_widget("widget")
-    text = run.text("scripted-policy")
-    assert ast.literal_eval(field(text, "the policy was asked about")) == [
-        "move_stock", "amend_declaration"]
-    assert audit(run.record("scripted-policy")) == {
+    assert run.shown_one("scripted-policy", "asked about") == ["move_stock", "amend_declaration"]
+    assert audit(run.record("scripted-policy", shown=False)) == {
         "move_stock": ("approve", "scripted:policy", "ok"),
         "amend_declaration": ("reject", "scripted:policy", "confirmation_denied")}
 
@@ -96,19 +96,16 @@ def test_specialists_see_only_their_tools_and_have_shorter_prompts(run):
 
 
 def test_the_team_is_a_manager_with_managed_agents(run):
-    text = run.text("team")
-    assert ast.literal_eval(field(text, "the manager's managed agents")) == {
+    assert run.shown_one("team", "managed") == {
         "supply": "ToolCallingAgent", "transit": "ToolCallingAgent", "export": "ToolCallingAgent"}
-    assert ast.literal_eval(field(text, "supply's tools")) == ["get_stock", "propose", "final_answer"]
+    assert run.shown_one("team", "supply's tools") == ["get_stock", "propose", "final_answer"]
 
 
 def test_the_scripted_team_proposes_the_consistent_plan(run):
-    text = run.text("plan")
-    assert text.splitlines()[0].startswith("scripted models (not an LLM)")
-    steps = ast.literal_eval(field(text, "scripted models (not an LLM) driving smolagents agents; "
-                                         "steps per agent"))
+    assert run.text("plan").splitlines()[0].startswith("scripted models (not an LLM)")  # the label
+    steps = run.shown_one("plan", "steps")
     assert steps == {"manager": 4, "supply": 3, "transit": 3, "export": 3}
-    plan = run.record("plan")
+    plan = run.record("plan", shown=False)
     assert plan["ok"] and plan["conflicts"] == []
     assert [(p["agent"], p["tool"], p["arguments"].get("quantity"), p["risk"])
             for p in plan["proposals"]] == [("supply", "move_stock", 25, "critical"),
@@ -118,12 +115,11 @@ def test_the_scripted_team_proposes_the_consistent_plan(run):
 
 
 def test_coordinator_detects_the_lost_context(run):
-    text = run.text("lossy")
-    assert text.splitlines()[0].startswith("scripted models")
-    trajectory, check = run.records("lossy")
+    assert run.text("lossy").splitlines()[0].startswith("scripted models")  # the label
+    trajectory, check = run.records("lossy", shown=False)
     supply_task = next(t for t in trajectory["tasks"] if t["specialist"] == "supply")
     assert "ship_from" not in supply_task["fields"]
-    assert ast.literal_eval(field(text, "supply's final answer named the site")) == {"ship_from": "HAM"}
+    assert run.shown_one("lossy", "supply's site") == {"ship_from": "HAM"}
     assert check["conflicts"] == [
         "supply planned for site HAM, but the order ships from RTM (context lost in the hand-off)",
         "export ships 40 x SKU-100 from RTM, but RTM will hold 15 (15 on hand + 0 moved in)"]
@@ -139,16 +135,15 @@ def test_the_reader_decodes_only_what_the_text_says_to(run):
 
 
 def test_naive_summary_first_and_rows_differ_by_wording(run):
-    text = run.text("naive")
-    naive, shown = run.records("naive")
+    naive, shown = run.records("naive", shown=False)
     assert naive["label"] == "naive runtime, scripted literal reader"
     rows = {r["name"]: "; ".join(r["outcomes"]) or "no call made" for r in shown["rows"]}
     assert rows["base64"] == "send_email: ok" and rows["base64, encoding not named"] == "no call made"
     assert rows["French"] == "send_email: ok" and rows["German"] == "no call made"
     assert rows["urgent imperative"] == "SEND_EMAIL: unknown_tool"
     assert rows["invented tool name"] == "admin_override: unknown_tool"
-    assert "print(naive) for all 37 rows" in text  # where the student finds the other rows
-    assert naive["tried"] == 37
+    assert "(print(naive) for all" in run.text("naive")  # where the student finds the other rows
+    assert naive["tried"] == run.shown_one("naive", "rows") == 37
     assert 20 <= naive["got_through"] < naive["tried"]
     assert naive["executed_without_approval"] >= naive["got_through"]
     by_kind = naive["through_by_kind"]
@@ -158,13 +153,10 @@ def test_naive_summary_first_and_rows_differ_by_wording(run):
 
 
 def test_which_payloads_contain_the_literal_string(run):
-    text = run.text("wording-filter")
-    assert ast.literal_eval(field(text, "wanted send_email without the literal string in their "
-                                        "text")) == ["base64", "rot13", "hex"]
-    assert ast.literal_eval(field(text, "the French and split rows contain it")) == {
+    assert run.shown_one("wording-filter", "wanted") == ["base64", "rot13", "hex"]
+    assert run.shown_one("wording-filter", "contain it") == {
         "French": True, "split across two pages": True, "split across page and email": True}
-    missed = ast.literal_eval(re.search(r"the filter flags nothing in \d+ of them: (\[.*\])",
-                                        text).group(1))
+    missed = run.shown_one("wording-filter", "missed")
     assert "rot13" in missed and "French" not in missed and "base64" not in missed
     assert {"post to a public channel", "delete a backup"} <= set(missed)
     answer = next(c.source for c in run.nb.cells if c.get("id") == "written-answer")
@@ -172,7 +164,7 @@ def test_which_payloads_contain_the_literal_string(run):
 
 
 def test_guarded_runtime_executes_nothing_without_approval(run):
-    (guarded, shown), naive = run.records("guarded"), run.records("naive")[0]
+    (guarded, shown), naive = run.records("guarded"), run.records("naive", shown=False)[0]
     assert guarded["tried"] == naive["tried"] >= 30
     assert guarded["calls_attempted"] == naive["calls_attempted"]  # same reader, same calls
     assert guarded["got_through"] == guarded["executed_without_approval"] == 0
@@ -181,7 +173,9 @@ def test_guarded_runtime_executes_nothing_without_approval(run):
     assert rows["plain instruction"] == ["send_email: held, rejected"]
     assert rows["disabled tool"] == ["delete_file: refused: not on the allowlist"]
     assert rows["markdown image exfiltration"] == ["fetch_page: refused: host not allowlisted"]
-    assert "&lt;/tool_output&gt;" in run.text("tagging")
+    tagged = run.shown_one("tagging", "tagged")  # the breakout's closing tag escaped: one real one
+    assert "&lt;/tool_output&gt;" in tagged and tagged.count("</tool_output>") == 1, tagged
+    assert tagged.startswith('<tool_output tool="fetch_page" trust="untrusted">'), tagged
 
 
 def test_live_agent_model_row_reports_what_it_attempted(run):
@@ -201,14 +195,14 @@ def test_live_agent_model_row_reports_what_it_attempted(run):
 
 
 def test_sandbox_runs_the_normal_program_and_stops_the_others(run):
-    runs = run.record("sandbox")["runs"]
+    runs = run.record("sandbox", shown=False)["runs"]
     assert runs["normal"]["status"] == "ok" and runs["normal"]["reason"].startswith("5")
     assert runs["shell command"]["status"] == "blocked" and "os" in runs["shell command"]["reason"]
     assert runs["memory bomb"]["status"] == "memory"
     assert runs["sleeper"]["status"] == "timeout"
-    text = run.text("sandbox")
-    assert int(field(text, "the kernel is still here")) == 42
-    assert "It is not a security sandbox" in field(text, "smolagents on its executor")
+    assert run.shown_one("sandbox", "kernel") == 42
+    assert any(line.startswith("It is not a security sandbox")
+               for line in run.shown_one("sandbox", "executor doc"))
 
 
 def test_the_quiz_and_exercises_pass_with_the_instructors_answers(run):
@@ -230,12 +224,7 @@ def test_the_live_team_row_says_what_this_model_did(run):
 
 
 def test_no_output_is_a_wall_of_text(run):
-    for cell in run.nb.cells:
-        for out in cell.get("outputs", []):
-            text = out.get("text", "") if out.output_type == "stream" else out.get(
-                "data", {}).get("text/plain", "")
-            assert len(text) <= 3000, (cell.get("id"), len(text))
-            assert not (out.output_type == "stream" and out.name == "stderr"), (cell.get("id"), text)
+    assert run.walls_of_text(limit=3000) == []
 
 
 LABELS = ("measured", "recorded", "reconstructed", "derived", "scripted")
