@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import string
 from pathlib import Path
 from typing import Any
 
@@ -74,22 +75,71 @@ class Record:
         return {RECORD_MIME: data}
 
 
-@dataclasses.dataclass
-class Shown(Record):
-    """One line a cell shows, and the value it stands for under ``key``."""
+class _LineFormatter(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec == "lines":
+            return "".join(f"\n   {item}" for item in value)
+        if format_spec.startswith("join"):
+            return format_spec[len("join"):].join(map(str, value))
+        return super().format_field(value, format_spec)
 
-    key: str
-    text: str
-    value: Any = None
+
+_LINE_FORMATTER = _LineFormatter()
+
+
+@dataclasses.dataclass(init=False)
+class Line(Record):
+    """A printed line that keeps its values: what the lesson shows instead of ``print(f"...")``.
+
+    Displayed (the cell's last expression, or ``display(line)``), the student reads the text
+    ``template.format(**values)``, as ``print`` would write it; the cell's output also holds
+    ``values`` as a record (:mod:`course.records`), which a test reads by name instead of
+    matching the words::
+
+        Line("door: {status}; emails actually sent: {sent}", status=result.status, sent=len(sent))
+
+    shows ``door: ok; emails actually sent: 1`` and records ``{"status": "ok", "sent": 1}``.
+    Two more format specs for a list: ``{xs:lines}`` writes each item on a line of its own,
+    indented three spaces (as ``print(head, *xs, sep="\n   ")``), and ``{xs:join | }`` joins
+    the items with what follows ``join``. A value may stand behind what the line shows (the
+    probabilities a shown text rounds); a ``print``-ed line has no record.
+    """
+
+    template: str
+    values: dict[str, Any]
+
+    def __init__(self, template: str, **values: Any) -> None:
+        self.template, self.values = template, values
+        str(self)  # a template that names a value it was not given fails here, not when shown
 
     def record(self) -> dict[str, Any]:
-        return {"shown": self.key, "value": json_safe(self.value)}
+        return json_safe(self.values)
 
     def __str__(self) -> str:
-        return self.text
+        return _LINE_FORMATTER.format(self.template, **self.values)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.text)
+        printer.text(str(self))
+
+
+class Shown(Line):
+    """One line a cell shows, and the value it stands for under ``key``: a :class:`Line` whose
+    text is ``text`` as it is and whose record is ``{"shown": key, "value": value}``."""
+
+    def __init__(self, key: str, text: str, value: Any = None) -> None:
+        super().__init__(text.replace("{", "{{").replace("}", "}}"), shown=key, value=value)
+
+    @property
+    def key(self) -> str:
+        return self.values["shown"]
+
+    @property
+    def text(self) -> str:
+        return str(self)
+
+    @property
+    def value(self) -> Any:
+        return self.values["value"]
 
 
 _LAST = object()

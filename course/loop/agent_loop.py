@@ -37,20 +37,18 @@ from __future__ import annotations
 import html
 import json
 import re
-import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from course.records import Record, json_safe
+from course.records import Record
 from course.tools.calls import ToolCall
 from course.tools.registry import ToolRegistry, as_registry
 
 __all__ = [
     "APPROXIMATE_UNIT",
     "IdealBondTrajectory",
-    "Line",
     "LoopRun",
     "LoopState",
     "LoopStep",
@@ -574,53 +572,6 @@ class StopTable(Record):
         return {label: {"stop_reason": str(run.stop_reason), "steps": len(run.steps),
                         "total_tokens": run.total_tokens}
                 for label, run in self.runs.items()}
-
-
-class _LineFormatter(string.Formatter):
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if format_spec == "lines":
-            return "".join(f"\n   {item}" for item in value)
-        if format_spec.startswith("join"):
-            return format_spec[len("join"):].join(map(str, value))
-        return super().format_field(value, format_spec)
-
-
-_LINE_FORMATTER = _LineFormatter()
-
-
-@dataclass(init=False)
-class Line(Record):
-    """A printed line that keeps its values: what the lesson shows instead of ``print(f"...")``.
-
-    Displayed (the cell's last expression, or ``display(line)``), the student reads the text
-    ``template.format(**values)``, as ``print`` would write it; the cell's output also holds
-    ``values`` as a record (:mod:`course.records`), which a test reads by name instead of
-    matching the words::
-
-        Line("door: {status}; emails actually sent: {sent}", status=result.status, sent=len(sent))
-
-    shows ``door: ok; emails actually sent: 1`` and records ``{"status": "ok", "sent": 1}``.
-    Two more format specs for a list: ``{xs:lines}`` writes each item on a line of its own,
-    indented three spaces (as ``print(head, *xs, sep="\n   ")``), and ``{xs:join | }`` joins
-    the items with what follows ``join``. A value may stand behind what the line shows (the
-    probabilities a shown text rounds); a ``print``-ed line has no record.
-    """
-
-    template: str
-    values: dict[str, Any]
-
-    def __init__(self, template: str, **values: Any) -> None:
-        self.template, self.values = template, values
-        str(self)  # a template that names a value it was not given fails here, not when shown
-
-    def record(self) -> dict[str, Any]:
-        return json_safe(self.values)
-
-    def __str__(self) -> str:
-        return _LINE_FORMATTER.format(self.template, **self.values)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
 
 
 def _short(text: str, width: int) -> str:
