@@ -1,13 +1,14 @@
 """Replays run through the real CodeAgent and executor; measured prompts grow every step."""
 
 import itertools
+import json
 import re
 
 import pytest
 from smolagents.models import ChatMessage, MessageRole
 
 from course.agents.replay import ReplayExhausted, ReplayModel, replay_run
-from course.agents.traces import Run, TraceError, TraceStep
+from course.agents.traces import RECORDINGS_DIR, Run, TraceError, TraceStep, load_run
 
 
 def test_weather_replay_takes_three_steps_and_glues_the_sources(replays):
@@ -157,3 +158,26 @@ def test_first_code_block_end_finds_the_first_complete_block():
     assert first_code_block_end(fenced + "\ntrailing") == len(fenced)
     assert first_code_block_end("```python\ndef f(a, b") is None  # the block never closed
     assert first_code_block_end("The weather in Paris is quite unique.</code>") is None
+
+
+# ----- the recordings, converted to OTLP JSON, replay as the old JSON files did -----
+_BEFORE = json.loads((RECORDINGS_DIR.parents[2] / "tests" / "fixtures" /
+                      "recorded_replays.json").read_text(encoding="utf-8"))
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+>")
+
+
+@pytest.mark.parametrize("name", sorted(_BEFORE))
+def test_a_converted_recording_replays_to_the_same_steps_outputs_and_figures(name):
+    """The fixture holds each replay of the old JSON recordings, made just before they were
+    converted (scripts/convert_recordings.py): the same steps, code, tool calls, observations
+    (an image's memory address aside), errors, recorded figures with their labels, answer."""
+    before = _BEFORE[name]["replay"]
+    replay = replay_run(load_run(RECORDINGS_DIR / f"{name}.json"), tokenizer=None, qwen=None)
+    data = replay.trace.to_dict()
+    for key, value in before.items():
+        if key != "steps":
+            assert data[key] == value, key
+    steps = [{**{k: s[k] for k in before["steps"][0]},
+              "observation": _ADDRESS.sub(" at 0x…>", s["observation"])} for s in data["steps"]]
+    assert steps == before["steps"]
+    assert {dict(s.attributes)["course.provenance"] for s in replay.spans} == {"recorded"}

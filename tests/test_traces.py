@@ -1,69 +1,115 @@
-"""The trace format: JSON round trip, clear errors for bad files, conversion from smolagents."""
+"""The trace format is a run's spans: a Run read from them, saved and loaded as OTLP JSON, the
+shipped recordings in it (labelled recorded) with the values they had, clear errors for bad files."""
 
 import json
 
 import pytest
 
+from course.agents.spans import capture, load_spans
 from course.agents.traces import (
     RECORDINGS_DIR,
     Run,
     TraceError,
     TraceStep,
-    file_fields,
     load_run,
-    run_from_json,
     run_from_smolagents,
+    run_from_spans,
     save_run,
+    spans_from_run,
     split_thought_and_code,
     tool_calls_in_code,
 )
 from course.tools.calls import ToolCall
 
 RECORDINGS = RECORDINGS_DIR
+BEFORE = json.loads((RECORDINGS.parents[2] / "tests" / "fixtures" /
+                     "recorded_replays.json").read_text(encoding="utf-8"))
+"""The recordings' values and their replays, taken from the course's old trace JSON files just
+before they were converted to OTLP JSON (scripts/convert_recordings.py)."""
 
 
 def small_run() -> Run:
     return Run(task="t", model_id="m", tools=["web_search"], steps=[
         TraceStep(1, thought="search", code='print(web_search(query="x"))',
-             tool_calls=[ToolCall("web_search", {"query": "x"})], input_tokens=10, output_tokens=3),
-        TraceStep(2, code='final_answer("y")', input_tokens=20, output_tokens=4, is_final_answer=True),
-    ], final_answer="y")
+                  tool_calls=[ToolCall("web_search", {"query": "x"})], input_tokens=10,
+                  output_tokens=3, duration_s=1.5, observation="results: x"),
+        TraceStep(2, code='final_answer("y")', input_tokens=20, output_tokens=4,
+                  tool_calls=[ToolCall("final_answer", {"_0": "y"})], is_final_answer=True,
+                  figures="recorded"),
+    ], final_answer="y", title="small", notes="n", additional_args={"code": "a\nb"})
 
 
-def test_round_trip(tmp_path):
+def as_read(run: Run) -> dict:
+    """``run``'s values as its spans give them back: a step written as a thought and code has
+    the model output they make (what a replay returns)."""
+    data = run.to_dict()
+    for step, output in zip(data["steps"], run.model_outputs(), strict=True):
+        if step["thought"] or step["code"]:
+            step["model_output"] = output
+    return data
+
+
+def test_round_trip_through_otlp_json(tmp_path):
     run = small_run()
-    loaded = load_run(save_run(run, tmp_path / "r.json"))
-    assert loaded == run
+    path = save_run(run, tmp_path / "r.json")
+    assert "resourceSpans" in json.loads(path.read_text(encoding="utf-8"))  # OTLP JSON
+    loaded = load_run(path)
+    assert loaded.to_dict() == as_read(run)
     assert loaded.total_input_tokens == 30 and loaded.cumulative_input_tokens == [10, 30]
-    assert loaded.tool_names_called() == ["web_search"]
+    assert loaded.tool_names_called() == ["web_search", "final_answer"]
+    assert loaded.steps[0].duration_s == 1.5 and loaded.steps[1].duration_s is None
+    # a run read from spans keeps them: saving it again writes the same spans
+    again = load_run(save_run(loaded, tmp_path / "again.json"))
+    assert again.to_dict() == loaded.to_dict()
+    assert len(loaded.spans) == len(again.spans) == 1 + 2 * 2 + 2  # agent, steps+LLM, 2 tools
 
 
-def test_the_writer_and_the_reader_share_one_format():
-    """save_run writes exactly the fields the reader checks, of the types it accepts."""
-    run = small_run()
-    run.steps[0].duration_s = 1.5
-    written = run.to_dict()
-    run_spec, step_spec = file_fields(Run), file_fields(TraceStep)
-    assert set(written) - {"format_version"} == set(run_spec)
-    for step in written["steps"]:
-        assert set(step) == set(step_spec)
-        assert all(isinstance(step[name], types) for name, (types, _) in step_spec.items())
-    assert all(isinstance(written[name], types) for name, (types, _) in run_spec.items())
-    # required: the fields without a default, and a run's steps
-    assert [n for n, (_, required) in run_spec.items() if required] == ["task", "model_id", "steps"]
-    assert [n for n, (_, required) in step_spec.items() if required] == ["number"]
-    assert step_spec["duration_s"][0] == (int, float, type(None))
-    for name in run_spec:  # every field the writer writes is checked by the reader
-        with pytest.raises(TraceError, match=f"'{name}'"):
-            run_from_json(json.dumps({**written, name: 0.5}))
+def test_a_written_run_has_openinference_kinds_and_its_labels():
+    spans = spans_from_run(small_run(), provenance="recorded")
+    kinds = [dict(s.attributes)["openinference.span.kind"] for s in spans]
+    assert sorted(kinds) == ["AGENT", "CHAIN", "CHAIN", "LLM", "LLM", "TOOL", "TOOL"]
+    assert {dict(s.attributes)["course.provenance"] for s in spans} == {"recorded"}
+    (search,) = spans.tool_calls("web_search")
+    assert json.loads(dict(search.attributes)["course.tool.arguments"]) == {"query": "x"}
+    llm = [dict(s.attributes) for s in spans.llm_calls]
+    assert [(a["course.step"], a["llm.token_count.prompt"], a["course.token_figures"])
+            for a in llm] == [(1, 10, "measured"), (2, 20, "recorded")]
 
 
-def test_every_shipped_recording_loads():
+def test_errors_native_calls_and_measured_prompts_survive_the_spans():
+    run = Run("t", "m", tools=["get_weather"], measured_with="a tokenizer", steps=[
+        TraceStep(1, tool_calls=[ToolCall("get_weather", {"city": "Oslo"}),
+                                 ToolCall("get_weather", {"city": "Rome"})],
+                  thought='[{"name": "get_weather"}]', model_output='[{"name": "get_weather"}]',
+                  measured_input_tokens=900,
+                  measured_output_tokens=12, qwen_input_tokens=950),
+        TraceStep(2, error="AgentExecutionError: Code execution failed: boom",
+                  figures="reconstructed"),
+    ])
+    back = run_from_spans(spans_from_run(run))
+    assert back.to_dict() == run.to_dict()
+
+
+def test_every_shipped_recording_is_otlp_json_labelled_recorded():
     names = {p.stem for p in RECORDINGS.glob("*.json")}
-    assert {"weather_note", "bond_note", "debug_note", "bond_reference_72b",
-            "debug_reference_72b", "bond_ideal_react"} <= names
+    assert names == set(BEFORE)
     for path in RECORDINGS.glob("*.json"):
-        assert load_run(path).steps
+        spans = load_spans(path)
+        assert {dict(s.attributes)["course.provenance"] for s in spans} == {"recorded"}, path
+        assert len(spans.agents) == 1 and load_run(path).steps
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE))
+def test_a_converted_recording_holds_the_values_it_had(name):
+    before = BEFORE[name]["recording"]
+    run = load_run(RECORDINGS / f"{name}.json")
+    assert run.model_outputs() == before["model_outputs"]  # what a replay returns
+    data = run.to_dict()
+    for key, value in before.items():
+        if key == "steps":
+            assert [{k: s[k] for k in value[0]} for s in data["steps"]] == value
+        elif key != "model_outputs":
+            assert data[key] == value, key
 
 
 def test_note_figures_are_in_the_recordings():
@@ -119,45 +165,21 @@ def test_a_part_written_by_the_course_is_never_labelled_recorded():
     assert weather.steps[1].input_tokens == 9528 - 2083 - 4100 and weather.steps[1].figures == "derived"
 
 
-def test_old_or_unknown_labels_are_refused():
-    data = load_run(RECORDINGS / "bond_note.json").to_dict()
-    data["source"] = "recorded"  # model outputs are never "recorded" here
-    with pytest.raises(TraceError, match="field 'source'"):
-        Run.from_dict(data)
+def test_unknown_labels_are_refused_by_name():
+    run = load_run(RECORDINGS / "bond_note.json")
+    run.source = "recorded"  # model outputs are never "recorded" here
+    with pytest.raises(TraceError, match=r"'course\.outputs' is 'recorded'"):
+        run_from_spans(spans_from_run(run))
+    run = small_run()
+    run.steps[0].figures = "guessed"
+    with pytest.raises(TraceError, match=r"'course\.token_figures' is 'guessed'"):
+        run_from_spans(spans_from_run(run))
 
 
 def test_debug_script_is_the_published_one():
     script = load_run(RECORDINGS / "debug_note.json").additional_args["code"]
     assert script.splitlines()[0] == "numbers=[0, 1, 2]"
     assert "for i in range(4):\n    print(numbers(i))" in script
-
-
-@pytest.mark.parametrize("mutate, field", [
-    (lambda d: d.pop("task"), "'task'"),
-    (lambda d: d["steps"][1].update(input_tokens="many"), "steps[1].input_tokens"),
-    (lambda d: d["steps"][0].update(number=5), "steps[0].number"),
-    (lambda d: d["steps"][0].update(figures="guessed"), "steps[0].figures"),
-    (lambda d: d["steps"][0]["tool_calls"][0].pop("name"), "steps[0].tool_calls[0].name"),
-    (lambda d: d.update(steps={"a": 1}), "'steps'"),
-    (lambda d: d["steps"][0].update(colour="red"), "colour"),
-    (lambda d: d["steps"][1].update(output_tokens=-3), "steps[1].output_tokens"),
-])
-def test_bad_field_is_named(mutate, field):
-    data = small_run().to_dict()
-    mutate(data)
-    with pytest.raises(TraceError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        run_from_json(json.dumps(data))
-
-
-def test_truncated_file_names_the_file(tmp_path):
-    path = tmp_path / "cut.json"
-    path.write_text(json.dumps(small_run().to_dict())[:80])
-    with pytest.raises(TraceError, match=r"cut\.json: not valid JSON.*truncated"):
-        load_run(path)
-    with pytest.raises(TraceError, match="no such trace file"):
-        load_run(tmp_path / "missing.json")
-    with pytest.raises(TraceError, match="must be a JSON object"):
-        run_from_json("[1, 2]")
 
 
 def test_tool_calls_are_read_from_the_syntax_tree():
@@ -173,12 +195,12 @@ def test_split_thought_and_code():
     assert split_thought_and_code("no code here") == ("no code here", "")
 
 
-def test_conversion_from_a_real_smolagents_run():
+def test_a_real_smolagents_run_reads_the_same_from_its_spans_as_from_its_memory():
     from smolagents import CodeAgent
     from smolagents.models import ChatMessage, MessageRole, Model
     from smolagents.monitoring import TokenUsage
 
-    class TwoSteps(Model):  # scripted: the lesson here is the conversion, not the model
+    class TwoSteps(Model):  # scripted: the lesson here is the reading, not the model
         def __init__(self, **kw):
             super().__init__(**kw)
             self.outputs = ["Thought: a\n<code>\nprint(6 * 7)\n</code>",
@@ -188,28 +210,40 @@ def test_conversion_from_a_real_smolagents_run():
             return ChatMessage(role=MessageRole.ASSISTANT, content=self.outputs.pop(0),
                                token_usage=TokenUsage(input_tokens=100, output_tokens=7))
 
-    agent = CodeAgent(tools=[], model=TwoSteps(model_id="scripted"), max_steps=3, verbosity_level=-1)
-    agent.run("compute")
-    run = run_from_smolagents(agent)
+    agent = CodeAgent(tools=[], model=TwoSteps(model_id="scripted"), max_steps=3,
+                      verbosity_level=-1)
+    with capture(provenance="scripted") as spans:
+        agent.run("compute")
+    run = run_from_spans(spans)
     assert run.task == "compute" and run.model_id == "scripted" and run.final_answer == "42"
     assert [s.code for s in run.steps] == ["print(6 * 7)", "final_answer(42)"]
     assert "42" in run.steps[0].observation and run.steps[1].is_final_answer
     assert run.total_input_tokens == 200 and run.steps[0].figures == "measured"
+    assert run.source == "scripted"
+    memory = run_from_smolagents(agent, source="scripted").to_dict()
+    read = run.to_dict()
+    for data in (memory, read):
+        for step in data["steps"]:
+            step.pop("duration_s")
+    assert read == memory
 
 
 @pytest.mark.parametrize("name, content, message", [
     ("latin1.json", b'{"task": "caf\xe9"}', r"latin1\.json: not UTF-8 text \(byte 0xe9"),
-    ("deep.json", b"[" * 100_000 + b"]" * 100_000, r"deep\.json: the JSON is nested too deeply"),
-    ("digits.json", b'{"task": "t", "model_id": "m", "steps": [], "total_input_tokens_reported": '
-     + b"9" * 5000 + b"}", r"digits\.json: the JSON holds a value that cannot be read"),
-    ("cut.json", b'{"task": "t", "model_id": ', r"cut\.json: not valid JSON"),
-    ("list.json", b"[1, 2]", r"list\.json: the trace must be a JSON object"),
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, r"deep\.json: .*recursion"),
+    ("digits.json", b'{"resourceSpans": [], "x": ' + b"9" * 5000 + b"}",
+     r"digits\.json: .*digits"),
+    ("cut.json", b'{"resourceSpans": [', r"cut\.json: not OTLP JSON trace data"),
+    ("list.json", b"[1, 2]", r"list\.json: not OTLP JSON trace data \(the top level is a JSON list"),
+    ("empty.json", b'{"resourceSpans": []}', r"empty\.json: the spans hold no AGENT span"),
 ])
 def test_hostile_trace_files_give_a_trace_error_naming_the_file(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(TraceError, match=message):
         load_run(path)
+    with pytest.raises(TraceError, match="no such trace file"):
+        load_run(tmp_path / "missing.json")
 
 
 def test_a_lone_surrogate_title_and_a_long_trace_still_plot():
@@ -224,4 +258,3 @@ def test_a_lone_surrogate_title_and_a_long_trace_still_plot():
     assert isinstance(fig.axes[0].xaxis.get_major_locator(), MaxNLocator)
     assert len(fig.axes[0].get_xticks()) < 20  # not one tick per step
     assert figure_png(fig).startswith(b"\x89PNG")
-

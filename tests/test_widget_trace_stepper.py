@@ -102,19 +102,28 @@ def test_works_on_a_recorded_file_and_a_saved_live_trace(tmp_path):
 def test_bad_traces_raise_before_any_widget(tmp_path):
     truncated = tmp_path / "cut.json"
     truncated.write_text((RECORDINGS / "weather_note.json").read_text()[:500])
-    with pytest.raises(TraceError, match=r"cut\.json: not valid JSON"):
+    with pytest.raises(TraceError, match=r"cut\.json: not OTLP JSON trace data"):
         TraceStepper(truncated)
-    data = three_steps().to_dict()
-    data["steps"][2]["code"] = 42
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(data))
-    with pytest.raises(TraceError, match=r"steps\[2\]\.code"):
-        TraceStepper(bad)
+    old_format = tmp_path / "old.json"  # the course's own trace JSON, before runs were spans
+    old_format.write_text(json.dumps(three_steps().to_dict()))
+    with pytest.raises(TraceError, match=r"old\.json: not OTLP JSON trace data"):
+        TraceStepper(old_format)
     run = three_steps()
-    run.steps[1].output_tokens = "six"  # broken in memory, not only on disk
-    with pytest.raises(TraceError, match=r"steps\[1\]\.output_tokens"):
-        TraceStepper(run)
+    run.steps[1].figures = "guessed"
+    bad = save_run(run, tmp_path / "bad.json")
+    with pytest.raises(TraceError, match=r"bad\.json: .*'course\.token_figures' is 'guessed'"):
+        TraceStepper(bad)
     with pytest.raises(TraceError, match="'steps' is empty"):
         TraceStepper(Run("t", "m", []))
-    with pytest.raises(TraceError, match=r"needs a course\.agents\.traces\.Run"):
+    with pytest.raises(TraceError, match=r"needs a run's spans"):
         TraceStepper({"task": "t"})
+
+
+def test_steps_through_a_run_given_as_its_spans():
+    from course.agents.traces import spans_from_run
+
+    stepper = TraceStepper(spans_from_run(three_steps()), plot=False)
+    assert stepper.n_steps == 3 and stepper.run.title == "demo"
+    stepper.go(2)
+    assert "error:\nValueError: boom" in stepper.step_text()
+    assert stepper.step_text(3) == TraceStepper(three_steps(), plot=False).step_text(3)

@@ -1,8 +1,10 @@
 """A widget to step through an agent trace: code, observation, tokens and flags, one step at a time.
 
 ``TraceStepper(trace)`` is an ``ipywidgets.VBox``: make it the cell's last expression. It takes a
-:class:`~course.agents.traces.Run` (reconstructed, replayed or live) or the path of a saved
-trace. Previous/next buttons and a slider choose the step; the view shows the step's thought, its
+run's OpenTelemetry spans (:class:`course.agents.spans.Spans`), the
+:class:`~course.agents.traces.Run` read from them (a replay's, a live run's, a recording's), or
+the path of a run saved as OTLP JSON; spans and files are read with
+:func:`course.agents.traces.run_from_spans`, the one reading of a trace. Previous/next buttons and a slider choose the step; the view shows the step's thought, its
 code highlighted with pygments, the observation or error, the step's token figures with their
 labels (and the prompt sizes measured here), and the trajectory flags that concern the step.
 Under it, the run's own plot (:meth:`Run.plot <course.agents.traces.Run.plot>`).
@@ -27,24 +29,28 @@ from typing import Any
 import ipywidgets as w
 
 from course.agents.evaluation import check_trajectory
-from course.agents.traces import Run, TraceError, load_run
+from course.agents.spans import Spans
+from course.agents.traces import Run, TraceError, load_run, run_from_spans
 from course.drawing import figure_png
 from widgets import Displayed
 
 __all__ = ["TraceStepper", "highlight_code"]
 
 
-def _validated(trace: Run | str | Path) -> Run:
+def _validated(trace: Run | Spans | str | Path) -> Run:
     if isinstance(trace, (str, Path)):
         run = load_run(trace)
         where = Path(trace).name
+    elif isinstance(trace, Spans):
+        run = run_from_spans(trace)
+        where = run.title or "trace"
     elif isinstance(trace, Run):
-        run = Run.from_dict(trace.to_dict(), where=trace.title or "trace")  # same checks as a file
         run = trace
         where = trace.title or "trace"
     else:
-        raise TraceError(f"TraceStepper needs a course.agents.traces.Run or a path to a saved "
-                         f"trace, got {type(trace).__name__}.")
+        raise TraceError(f"TraceStepper needs a run's spans (course.agents.spans.Spans), a "
+                         f"course.agents.traces.Run or a path to a saved run, got "
+                         f"{type(trace).__name__}.")
     if not run.steps:
         raise TraceError(f"{where}: field 'steps' is empty: there is nothing to step through. "
                          "Fix: pass a trace with at least one step.")
@@ -68,8 +74,8 @@ def _f(value: Any) -> str:
 class TraceStepper(Displayed, w.VBox):
     """Previous/next/slider over the steps of a trace; works for any trace, recorded or live."""
 
-    def __init__(self, trace: Run | str | Path, flags: list | None = None, plot: bool = True,
-                 **kwargs: Any):
+    def __init__(self, trace: Run | Spans | str | Path, flags: list | None = None,
+                 plot: bool = True, **kwargs: Any):
         run = _validated(trace)
         self.run = run
         self.flags = list(check_trajectory(run) if flags is None else flags)

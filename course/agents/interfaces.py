@@ -32,9 +32,10 @@ from typing import Any
 from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.utils import AgentError
 
+from course.agents import spans as tracing
 from course.agents.live import LivePlan, _reusing_prefix, choice_label, live_plan, stop_after_steps
 from course.agents.replay import ReplayModel, _tokenizer_name, local_tokenizer
-from course.agents.traces import Run, run_from_smolagents
+from course.agents.traces import Run, run_from_spans
 from course.records import Record
 from course.tools.examples import get_weather
 from course.tools.for_libraries import smolagents_door
@@ -112,7 +113,7 @@ class InterfaceComparison(Record):
 
 
 def _run(agent_name: str, model: Any, max_steps: int, stop_after: int | None,
-         source: str) -> InterfaceRun:
+         source: str, **about: Any) -> InterfaceRun:
     callbacks = [stop_after_steps(stop_after)] if stop_after else []
     executions: list[dict[str, Any]] = []
 
@@ -125,14 +126,15 @@ def _run(agent_name: str, model: Any, max_steps: int, stop_after: int | None,
                                max_steps=max_steps, step_callbacks=callbacks, verbosity_level=-1)
     start = time.perf_counter()
     answer, stopped = None, "final_answer"
-    try:
-        answer = agent.run(TASK)
-    except AgentError as err:
-        stopped = (f"step limit ({stop_after})" if "interrupted" in str(err).lower()
-                   else f"{type(err).__name__}")
+    with tracing.capture(provenance=source,
+                         about={"title": f"{agent_name}, {source}", **about}) as spans:
+        try:
+            answer = agent.run(TASK)
+        except AgentError as err:
+            stopped = (f"step limit ({stop_after})" if "interrupted" in str(err).lower()
+                       else f"{type(err).__name__}")
     seconds = time.perf_counter() - start
-    trace = run_from_smolagents(agent, task=TASK, figures="measured", source=source,
-                                title=f"{agent_name}, {source}")
+    trace = run_from_spans(spans)
     if answer is None and stopped == "final_answer":
         stopped = "no final answer"
     return InterfaceRun(agent_name, trace, answer, stopped, seconds, executions)
@@ -144,8 +146,8 @@ def scripted_pair(tokenizer: Any = "local") -> InterfaceComparison:
     runs = {}
     for name, outputs in SCRIPTED_OUTPUTS.items():
         model = ReplayModel(outputs, model_id="scripted", tokenizer=tokenizer)
-        runs[name] = _run(name, model, len(outputs), None, "scripted")
-        runs[name].trace.measured_with = _tokenizer_name(tokenizer)
+        runs[name] = _run(name, model, len(outputs), None, "scripted",
+                          measured_with=_tokenizer_name(tokenizer))
     return InterfaceComparison(
         "[scripted] model outputs written by the course (no LLM); steps, tool calls and answers "
         "computed by the real agents; input/output tokens measured with the active model's "
@@ -169,7 +171,7 @@ def live_pair(plan: LivePlan | None = None,
         if active_model().in_kernel:
             model = _reusing_prefix(model, LivePlan(plan.max_steps, plan.max_new_tokens,
                                                     plan.reason, plan.first_block and name == "CodeAgent"))
-        runs[name] = _run(name, model, plan.max_steps + 1, plan.max_steps, "measured")
-        runs[name].trace.model_id = choice_label()
+        runs[name] = _run(name, model, plan.max_steps + 1, plan.max_steps, "measured",
+                          model_id=choice_label())
     return InterfaceComparison(f"[measured] model: {choice_label()}; {plan.reason}; tokens as the "
                                "model object reported them", runs)

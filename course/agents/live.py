@@ -3,8 +3,9 @@
 For: running the weather, Bond and debugging tasks (their task text, tools and
 ``additional_args`` taken from the shipped recordings, so they are the very tasks the replays
 use) with :func:`course.models.smolagents_model`, the offline tools (behind chapter 01's door,
-:func:`course.tools.for_libraries.smolagents_door`), and the same trace format,
-stepper and trajectory checks as the replays. Every figure of a live run is *measured*: the
+:func:`course.tools.for_libraries.smolagents_door`), and the same trace format (the run's
+OpenTelemetry spans, labelled ``measured``, from which its ``Run`` is read), stepper and
+trajectory checks as the replays. Every figure of a live run is *measured*: the
 model outputs, the token usage the model object reported, and the wall time of each step.
 
 How long a run may be depends on the model (:func:`live_plan`): a model under a billion
@@ -46,9 +47,10 @@ from smolagents import CodeAgent
 from smolagents.memory import ActionStep
 from smolagents.utils import AgentError
 
+from course.agents import spans as tracing
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
-from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_smolagents
+from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_spans
 from course.records import Record
 from course.settings import MODEL_SETTING, active_model
 from course.tools.constrained import PrefixCache, StopWhenReply
@@ -305,20 +307,20 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
                       max_steps=plan.max_steps + 1,
                       step_callbacks=[stop_after_steps(plan.max_steps)], verbosity_level=-1)
+    about = {"title": f"{name} (live, {plan.max_steps} step limit)",
+             "model_id": model_id or choice_label(),
+             "measured_with": "the token counts the model object reported"}
     start = time.perf_counter()
     answer, stopped = None, "final_answer"
-    try:
-        answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
-    except AgentError as err:
-        stopped = (f"step limit ({plan.max_steps})" if "interrupted" in str(err).lower()
-                   else f"{type(err).__name__}: {err}")
+    with tracing.capture(provenance="measured", about=about) as spans:
+        try:
+            answer = agent.run(recording.task,
+                               additional_args=dict(recording.additional_args) or None)
+        except AgentError as err:
+            stopped = (f"step limit ({plan.max_steps})" if "interrupted" in str(err).lower()
+                       else f"{type(err).__name__}: {err}")
     seconds = time.perf_counter() - start
-    trace = run_from_smolagents(agent, task=recording.task, figures="measured",
-                                source="measured", title=f"{name} (live, {plan.max_steps} step "
-                                                         "limit)")
-    trace.additional_args = dict(recording.additional_args)
-    trace.model_id = model_id or choice_label()
-    trace.measured_with = "the token counts the model object reported"
+    trace = run_from_spans(spans)
     if answer is None and not any(s.is_final_answer for s in trace.steps) and stopped == "final_answer":
         stopped = "no final answer"
     return LiveRun(name, trace, answer, stopped, seconds, plan,

@@ -7,7 +7,9 @@ builds its prompt (system prompt with the tool list, the task, every earlier ste
 tools it was given (the offline tools of :mod:`course.agents.offline_tools` by default), each
 behind chapter 01's door (:func:`course.tools.for_libraries.smolagents_door`). The
 observations and errors of a replay are computed here; the model outputs (and so the final
-answers they contain) keep the recording's label, usually *reconstructed*.
+answers they contain) keep the recording's label, usually *reconstructed*. The replay's trace is
+read from its OpenTelemetry spans (:func:`course.agents.spans.capture` with the recording:
+labelled ``recorded``, its figures on the LLM spans; :func:`course.agents.traces.run_from_spans`).
 
 While replaying, the model measures the prompt smolagents actually sends at each step: the
 messages are flattened the way smolagents' chat models flatten them, rendered with a chat
@@ -32,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace as trace_api
 from smolagents import CodeAgent, Model, Tool
 from smolagents.models import (
     ChatMessage,
@@ -44,8 +47,9 @@ from smolagents.models import (
 )
 from smolagents.monitoring import TokenUsage
 
+from course.agents import spans as tracing
 from course.agents.offline_tools import make_tools
-from course.agents.traces import Run, TraceError, run_from_smolagents
+from course.agents.traces import Run, TraceError, run_from_spans
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "native_tool_calls",
@@ -131,6 +135,9 @@ class ReplayModel(Model):
             self._count(render_agent_prompt(messages, self.qwen), self.qwen)
             if self.qwen is not None else None)
         self.output_tokens.append(output_tokens)
+        if self.qwen_prompt_tokens[-1] is not None:  # on this call's LLM span, when one is open
+            trace_api.get_current_span().set_attribute(tracing.MEASURED_QWEN_PROMPT,
+                                                       self.qwen_prompt_tokens[-1])
         usage = TokenUsage(input_tokens=prompt_tokens or 0, output_tokens=output_tokens or 0)
         calls = native_tool_calls(content or "", self.position) if tools_to_call_from else None
         return ChatMessage(role=MessageRole.ASSISTANT, content=content, tool_calls=calls,
@@ -154,7 +161,8 @@ def native_tool_calls(text: str, position: int) -> list[ChatMessageToolCall] | N
 
 @dataclass
 class Replay:
-    """The outcome of :func:`replay_run`: the new trace, the answer, and the live objects."""
+    """The outcome of :func:`replay_run`: the new trace (read from the replay's spans), the
+    answer, and the live objects."""
 
     recording: Run
     trace: Run
@@ -162,6 +170,11 @@ class Replay:
     agent: CodeAgent
     model: ReplayModel
     tools: dict[str, Tool] = field(default_factory=dict)
+
+    @property
+    def spans(self) -> tracing.Spans:
+        """The replay's OpenTelemetry spans, labelled ``recorded`` (the trace is read from them)."""
+        return self.trace.spans
 
     def token_table(self) -> str:
         """Per step: the recording's figures and the prompts measured here (see ``Run.token_table``)."""
@@ -191,23 +204,14 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
                         qwen=qwen)
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=len(recording.steps),
                       verbosity_level=verbosity_level, **agent_kwargs)
-    answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
-    trace = run_from_smolagents(agent, task=recording.task, source=recording.source,
-                                model_id=recording.model_id, title=recording.title)
-    for i, step in enumerate(trace.steps):
-        step.measured_input_tokens = step.input_tokens if tokenizer is not None else None
-        step.measured_output_tokens = step.output_tokens if tokenizer is not None else None
-        step.qwen_input_tokens = model.qwen_prompt_tokens[i] if i < len(model.qwen_prompt_tokens) else None
-        recorded = recording.steps[i] if i < len(recording.steps) else None
-        step.input_tokens = recorded.input_tokens if recorded else None
-        step.output_tokens = recorded.output_tokens if recorded else None
-        step.figures = recorded.figures if recorded else "measured"
-    trace.total_input_tokens_reported = recording.total_input_tokens_reported
-    trace.total_output_tokens_reported = recording.total_output_tokens_reported
-    trace.notes = recording.notes
-    trace.additional_args = dict(recording.additional_args)
-    trace.source_detail = recording.source_detail
-    trace.measured_with = _tokenizer_name(tokenizer)
+    about = {"title": recording.title, "notes": recording.notes, "model_id": recording.model_id,
+             "source_detail": recording.source_detail,
+             "total_input_tokens_reported": recording.total_input_tokens_reported,
+             "total_output_tokens_reported": recording.total_output_tokens_reported,
+             "measured_with": _tokenizer_name(tokenizer)}
+    with tracing.capture(recording=recording, about=about) as spans:
+        answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
+    trace = run_from_spans(spans)
     return Replay(recording, trace, answer, agent, model, {t.name: t for t in tools})
 
 

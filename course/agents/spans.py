@@ -6,7 +6,16 @@ packages ``openinference-instrumentation-smolagents`` and ``-langchain``) with a
 smolagents run (an AGENT span, a CHAIN span per step, an LLM span per model call, a TOOL span per
 tool call) and every LangChain / LangGraph run then emits spans. :func:`capture` is what a lesson
 uses; it instruments on first use and yields the spans of the runs inside it, kept by the SDK's
-``InMemorySpanExporter``::
+``InMemorySpanExporter``.
+
+Spans are on by default: :func:`course.setup.setup_notebook` (the first cell of every lesson)
+and the course's agent runners (:func:`course.agents.replay.replay_run`,
+:func:`course.agents.live.run_live`, the scripted and live pairs of
+:mod:`course.agents.interfaces`) call :func:`instrument`, so every smolagents and LangGraph run a
+lesson makes emits spans through this provider without a ``capture()`` around it. With no
+capture open the finished spans go nowhere (no exporter, no buffer), and the cost is that of
+making them: a few milliseconds per replay (``benchmarks/tracing.py``). The runners capture
+their own run's spans and build its :class:`course.agents.traces.Run` from them::
 
     with capture(recording=run) as spans:      # a replay: labelled "recorded"
         replay = replay_run(run)
@@ -23,7 +32,12 @@ does not carry (:data:`COURSE_ATTRIBUTES`):
   ``llm.token_count.*`` come from. A replay's LLM and AGENT spans hold the recording's figures
   (``recorded`` or ``derived``, as the recording labels each step; a figure the recording lacks
   is left out, not filled in), and the counts the model object reported while replaying move
-  to ``course.measured.prompt_tokens`` / ``course.measured.completion_tokens``;
+  to ``course.measured.prompt_tokens`` / ``course.measured.completion_tokens`` (a step the
+  recording has no figures for keeps the counts made here, labelled ``measured``, with the
+  recording's own label in ``course.recording.figures``); the replay's model adds the prompt
+  counted with the Qwen tokenizer as ``course.measured.qwen_prompt_tokens``;
+- ``course.run.*`` on an AGENT span: what a capture says about its run (title, notes, the
+  tokenizer that measured it...), for :func:`course.agents.traces.run_from_spans`;
 - ``course.tool.arguments`` on a TOOL span: the call's arguments as JSON, by parameter name;
 - ``course.door.verdict`` (allowed, refused, needs confirmation) and ``course.door.status``
   (the :class:`course.tools.registry.ToolStatus`) on a TOOL span whose call went through the
@@ -62,6 +76,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
@@ -95,9 +110,13 @@ MEASURED_COMPLETION = "course.measured.completion_tokens"
 TOOL_ARGUMENTS = "course.tool.arguments"
 DOOR_VERDICT = "course.door.verdict"
 DOOR_STATUS = "course.door.status"
+RECORDING_FIGURES = "course.recording.figures"
+MEASURED_QWEN_PROMPT = "course.measured.qwen_prompt_tokens"
+RUN_PREFIX = "course.run."
 COURSE_ATTRIBUTES = (PROVENANCE, OUTPUTS, STEP, TOKEN_FIGURES, MEASURED_PROMPT,
-                     MEASURED_COMPLETION, TOOL_ARGUMENTS, DOOR_VERDICT, DOOR_STATUS)
-"""The attributes the course adds to OpenInference's."""
+                     MEASURED_COMPLETION, TOOL_ARGUMENTS, DOOR_VERDICT, DOOR_STATUS,
+                     RECORDING_FIGURES, MEASURED_QWEN_PROMPT)
+"""The attributes the course adds to OpenInference's (and ``course.run.*``, see :func:`capture`)."""
 
 _STEP_NAME = re.compile(r"Step (\d+)")
 _DOOR_TOOL_CLASS = "DoorTool"  # course.tools.for_libraries.smolagents_tools' class, one per tool
@@ -107,11 +126,14 @@ _DOOR_TOOL_CLASS = "DoorTool"  # course.tools.for_libraries.smolagents_tools' cl
 class _Capture:
     """One :func:`capture` block: its labels, its recording, and its in-memory exporter."""
 
-    def __init__(self, provenance: str, recording: Any):
+    def __init__(self, provenance: str, recording: Any, about: Mapping[str, Any]):
         self.provenance = provenance
         self.recording = recording
+        self.about = {RUN_PREFIX + key: value for key, value in about.items()
+                      if value is not None}
         self.exporter = InMemorySpanExporter()
         self.processor = SimpleSpanProcessor(self.exporter)
+        self.agents: list[Any] = []  # the AGENT spans started inside the block
 
 
 class _CourseProcessor(SpanProcessor):
@@ -143,6 +165,10 @@ class _CourseProcessor(SpanProcessor):
             step = self.steps.get(span.parent.span_id) if span.parent is not None else None
         if active is not None:
             span.set_attribute(PROVENANCE, active.provenance)
+            if kind == "AGENT":
+                active.agents.append(span)
+                if active.about:
+                    span.set_attributes(active.about)
         if kind == "LLM" and step is not None:
             span.set_attribute(STEP, step)
         if kind == "TOOL":
@@ -387,8 +413,12 @@ def _figures(span: ReadableSpan, recording: Any) -> dict[str, Any]:
         found = steps[step - 1]
         recorded, extra = (found.input_tokens, found.output_tokens, found.figures), {}
     prompt, completion, label = recorded
-    if prompt is None and completion is None:
-        return {**extra, TOKEN_FIGURES: "measured"}
+    if prompt is None and completion is None:  # the counts made here stay, labelled measured
+        if kind == "AGENT":
+            return {**extra, TOKEN_FIGURES: "measured"}
+        return {**extra, TOKEN_FIGURES: "measured", RECORDING_FIGURES: label,
+                MEASURED_PROMPT: attributes.get(PROMPT),
+                MEASURED_COMPLETION: attributes.get(COMPLETION)}
     extra.update({TOKEN_FIGURES: label, MEASURED_PROMPT: attributes.get(PROMPT),
                   MEASURED_COMPLETION: attributes.get(COMPLETION),
                   PROMPT: prompt, COMPLETION: completion,
@@ -409,15 +439,18 @@ def _with_attributes(span: ReadableSpan, extra: dict[str, Any]) -> ReadableSpan:
 
 # ----- capturing -------------------------------------------------------------------------------
 @contextlib.contextmanager
-def capture(provenance: str | None = None, recording: Any = None) -> Iterator[Spans]:
+def capture(provenance: str | None = None, recording: Any = None,
+            about: Mapping[str, Any] | None = None) -> Iterator[Spans]:
     """Instrument (once) and collect the spans of the runs inside the block.
 
     ``provenance`` labels every span (one of :data:`PROVENANCE_LABELS`); it defaults to
     ``recorded`` when ``recording`` (the :class:`course.agents.traces.Run` being replayed) is
     given, else ``measured``. With a recording, each step's LLM span and the AGENT span carry
-    its figures (see the module's text). The yielded :class:`Spans` fills as spans end; it is
-    complete when the block exits. Blocks nest: a span is labelled by the innermost block and
-    collected by every open one.
+    its figures (see the module's text). ``about`` is written on every AGENT span as
+    ``course.run.<key>`` (a run's title, notes, the tokenizer that measured it...: what
+    :func:`course.agents.traces.run_from_spans` reads back). The yielded :class:`Spans` fills
+    as spans end; it is complete when the block exits. Blocks nest: a span is labelled by the
+    innermost block and collected by every open one.
     """
     provenance = provenance or ("recorded" if recording is not None else "measured")
     if provenance not in PROVENANCE_LABELS:
@@ -431,13 +464,21 @@ def capture(provenance: str | None = None, recording: Any = None) -> Iterator[Sp
     with _STATE_LOCK:
         _wrap_course_models(SmolagentsInstrumentor())  # classes defined since
     assert _PROCESSOR is not None
-    block = _Capture(provenance, recording)
+    block = _Capture(provenance, recording, about or {})
     spans = Spans(exporter=block.exporter)
     with _PROCESSOR.lock:
         _PROCESSOR.captures.append(block)
+    context = otel_context.attach(otel_context.get_current())
     try:
         yield spans
     finally:
+        # A run that raised (a step limit's interrupt, an error) leaves OpenInference's AGENT
+        # span open and its context attached: end the span (it holds the exception) and put
+        # back the context the block started with.
+        for agent in block.agents:
+            if agent.is_recording():
+                agent.end()
+        otel_context.detach(context)
         with _PROCESSOR.lock:
             _PROCESSOR.captures.remove(block)
 
@@ -608,6 +649,9 @@ def spans_from_otlp_json(text: str) -> Spans:
 
     try:
         data = json.loads(text)
+        if not isinstance(data, dict):
+            raise json_format.ParseError(f"the top level is a JSON {type(data).__name__}, "
+                                         "not an object with resourceSpans")
         request = json_format.ParseDict(_ids(data, _hex_to_b64), ExportTraceServiceRequest())
     except (json.JSONDecodeError, json_format.ParseError) as err:
         raise ValueError(f"not OTLP JSON trace data ({err}). Fix: save spans with "

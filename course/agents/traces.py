@@ -3,8 +3,14 @@
 A :class:`Run` is a task, the model that worked on it, the tools it had, and its
 :class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool
 calls the code makes, the observation the runtime appended, the error if any, and token figures.
-Traces are saved as JSON and loaded back with checks that name the file and the field; the file
-format is the dataclasses' own fields (:func:`file_fields`), for the writer and the reader alike.
+
+A run's one format is its OpenTelemetry spans (:mod:`course.agents.spans`): a ``Run`` is read
+from the spans of an agent's run (:func:`run_from_spans`; the course's runners capture them), it
+keeps them (``Run.spans``), and it is saved and loaded as OTLP JSON (:func:`save_run`,
+:func:`load_run`). A run that never ran here (a recording the course wrote from a published
+description, a run built by hand in an exercise) gets spans with the same attributes from
+:func:`spans_from_run`. The shipped recordings (:data:`RECORDINGS_DIR`) are such files,
+labelled ``recorded``; a replay reads its model outputs from them.
 
 Provenance is kept per part, because the parts of one trace often come from different places:
 ``Run.source`` says who wrote the model outputs (``measured``: a model ran here; ``reconstructed``:
@@ -16,37 +22,40 @@ apart, with the tokenizer that counted them (``measured_input_tokens`` with the 
 tokenizer, ``qwen_input_tokens`` with the Qwen tokenizer).
 
 Not handled here: running agents (:mod:`course.agents.replay`), judging trajectories
-(:mod:`course.agents.evaluation`), images (an image observation is kept as its text summary).
+(:mod:`course.agents.evaluation`), images (an image observation is kept as its text summary),
+managed agents (a run is one AGENT span's steps), streaming runs. :func:`run_from_smolagents`
+still reads a smolagents agent's memory for the code that runs agents without spans (the
+fine-tuning data and evaluation, the budget guard).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
 import html
 import json
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields
-from functools import cache
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
 from course.drawing import safe_text
 from course.tools.calls import ToolCall
 
-__all__ = ["RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "file_fields",
-           "load_run", "prompt_tokens_figure", "run_from_json", "run_from_smolagents", "save_run",
-           "split_thought_and_code", "tool_calls_in_code"]
+__all__ = ["RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "load_run",
+           "prompt_tokens_figure", "run_from_smolagents", "run_from_spans", "save_run",
+           "spans_from_run", "split_thought_and_code", "tool_calls_in_code"]
 
 FIGURE_LABELS = ("measured", "recorded", "derived", "reconstructed", "scripted")
 """Where a step's token figures come from (the course's provenance words)."""
 OUTPUT_LABELS = ("measured", "reconstructed", "scripted")
 """Who wrote a run's model outputs: a model here, the course from a description, or a script."""
-TRACE_FORMAT_VERSION = 2
 
 
 RECORDINGS_DIR = Path(__file__).resolve().parents[1] / "data" / "recordings"
-"""The traces shipped with the package (the note runs, the 72B references, the ideal run)."""
+"""The recorded runs shipped with the package (the note runs, the 72B references, the ideal run),
+as OTLP JSON labelled ``recorded``."""
 
 
 class TraceError(ValueError):
@@ -95,6 +104,9 @@ class Run:
     notes: str = ""
     source_detail: str = ""
     measured_with: str = ""
+    spans: Any = field(default=None, compare=False, repr=False)
+    """The spans the run was read from (:func:`run_from_spans`), which :func:`save_run` writes;
+    ``None`` for a run built by hand."""
 
     # ----- provenance -----
     @property
@@ -236,144 +248,383 @@ class Run:
             f"final answer: {html.escape(str(self.final_answer))}"
         )
 
-    # ----- JSON -----
+    # ----- values -----
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the file format of :func:`save_run`)."""
-        data = asdict(self)
-        data["format_version"] = TRACE_FORMAT_VERSION
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "") -> Run:
-        """Build a Run from :meth:`to_dict` output; raise :class:`TraceError` naming a bad field."""
-        return _run_from_dict(data, where)
+        """The run's values as plain data (its fields, steps and tool calls as dicts), to compare
+        two runs or show one; a run is saved as spans (:func:`save_run`), not as this."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("steps",
+                                                                                    "spans")}
+        return {**copy.deepcopy(data), "steps": [asdict(step) for step in self.steps]}
 
 
 def _fmt(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-# ----- validation -----
-def _json_types(hint: Any) -> tuple[type, ...]:
-    """The JSON value types a field of type ``hint`` accepts (``float`` takes an integer too)."""
-    if get_origin(hint) in (Union, UnionType):
-        return tuple(t for part in get_args(hint) for t in _json_types(part))
-    hint = get_origin(hint) or hint
-    return (int, float) if hint is float else (hint,)
+# ----- spans: the one trace format -----
+AGENT_ERROR_AT_STEP_LIMIT = "AgentMaxStepsError: Reached max steps."
+"""The error of the step smolagents adds when a run reaches its step limit (its final answer
+call is made outside any step, so its spans hold an LLM span directly under the agent)."""
+
+_OUTPUT_TEXTS = ("llm.output_messages.0.message.content",
+                 "llm.output_messages.0.message.contents.0.message_content.text")
+_OUTPUT_CALLS = "llm.output_messages.0.message.tool_calls"
+_RUN_FIELDS = ("title", "notes", "source_detail", "measured_with", "model_id",
+               "total_input_tokens_reported", "total_output_tokens_reported")
 
 
-@cache
-def file_fields(record: type) -> dict[str, tuple[tuple[type, ...], bool]]:
-    """The file format of a trace record, read off its dataclass: ``name -> (types, required)``.
+def _attrs(span: Any) -> dict[str, Any]:
+    return dict(span.attributes or {})
 
-    The writer (:meth:`Run.to_dict`, ``dataclasses.asdict``) and the reader
-    (:func:`run_from_json`) both go by the dataclass fields, so the format is defined once. A
-    field is required when it has no default, or when its metadata says ``required`` (a run's
-    ``steps``).
+
+def _json_value(text: Any, default: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else default
+    except ValueError:
+        return default
+
+
+_PIL_REPR = re.compile(r'"?<PIL\.\w+\.\w+ image mode=\w+ size=(\d+)x(\d+) at 0x[0-9A-Fa-f]+>"?')
+
+
+def _answer_text(value: Any) -> str | None:
+    """A final answer as a span holds it; an image (a PIL image's repr, or the file smolagents
+    writes an ``AgentImage`` to) becomes ``<image WxH>``."""
+    if value is None:
+        return None
+    text = str(value)
+    if match := _PIL_REPR.fullmatch(text):
+        return f"<image {match.group(1)}x{match.group(2)}>"
+    if text.endswith((".png", ".jpg", ".jpeg", ".webp")) and Path(text).is_file():
+        try:
+            from PIL import Image
+
+            with Image.open(text) as image:
+                return f"<image {image.size[0]}x{image.size[1]}>"
+        except OSError:
+            return text
+    return text
+
+
+def _step_error(span: Any) -> str | None:
+    """``Type: message`` of the exception a step span recorded (or of its recovered error)."""
+    for event in span.events or ():
+        attributes = dict(event.attributes or {})
+        if event.name == "exception":
+            kind = str(attributes.get("exception.type", "Exception")).rsplit(".", 1)[-1]
+            return f"{kind}: {attributes.get('exception.message', '')}"
+        if event.name == "agent.step_recovery":
+            return f"{attributes.get('type', 'AgentError')}: {attributes.get('message', '')}"
+    return None
+
+
+_AGENT_STOPS = ("Observation:", "Calling tools:")
+
+
+def _model_output(attributes: dict[str, Any]) -> str:
+    """The text the model returned, with the closing code tag smolagents' CodeAgent adds back
+    when the text does not end with it (the tag is the stop sequence the agent asked for
+    besides its own two)."""
+    text = next((str(attributes[k]) for k in _OUTPUT_TEXTS if k in attributes), "")
+    call = _json_value(attributes.get("input.value"), {})
+    stops = call.get("stop_sequences") if isinstance(call, dict) else None
+    closing = [s for s in stops or () if isinstance(s, str) and s not in _AGENT_STOPS]
+    if text and closing and not text.strip().endswith(closing[0]):
+        text += closing[0]
+    return text
+
+
+def _native_calls(attributes: dict[str, Any]) -> list[ToolCall]:
+    """The tool calls a model returned as such: from the message OpenInference keeps as the
+    LLM span's output (with their arguments), else from the output message's attributes."""
+    message = _json_value(attributes.get("output.value"), {})
+    listed = message.get("tool_calls") if isinstance(message, dict) else None
+    if isinstance(listed, list) and listed:
+        found = []
+        for call in listed:
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            arguments = function.get("arguments", {})
+            arguments = _json_value(arguments, arguments) if isinstance(arguments, str) \
+                else arguments
+            found.append(ToolCall(str(function.get("name")), dict(arguments)
+                                  if isinstance(arguments, dict) else {"_0": arguments}))
+        return found
+    calls, i = [], 0
+    while f"{_OUTPUT_CALLS}.{i}.tool_call.function.name" in attributes:
+        arguments = _json_value(attributes.get(f"{_OUTPUT_CALLS}.{i}.tool_call.function.arguments"),
+                                {})
+        calls.append(ToolCall(str(attributes[f"{_OUTPUT_CALLS}.{i}.tool_call.function.name"]),
+                              arguments if isinstance(arguments, dict) else {"_0": arguments}))
+        i += 1
+    return calls
+
+
+def run_from_spans(spans: Any, agent: Any = None) -> Run:
+    """The :class:`Run` of one agent run, read from its spans (``agent``: its AGENT span, by
+    default the first one). The run keeps the spans (``run.spans``), which :func:`save_run`
+    writes.
+
+    Read from OpenInference's attributes: the task and tools from the AGENT span; a step per
+    ``Step N`` CHAIN span, its observation (the span's output) and error (its exception event);
+    the model output, token counts and native tool calls from the step's LLM span (a code
+    agent's tool calls are read from the code, as :func:`tool_calls_in_code` reads them); the
+    final answer from the final-answer TOOL span of the step that gave it. From the course's
+    attributes (:mod:`course.agents.spans`): who wrote the outputs, where each figure comes from,
+    the prompts measured here, and ``course.run.*`` (title, notes...). Raises
+    :class:`TraceError` when the spans hold no agent run.
     """
-    hints = get_type_hints(record)
-    return {f.name: (_json_types(hints[f.name]), f.metadata.get("required", False) or (
-        f.default is MISSING and f.default_factory is MISSING)) for f in fields(record)}
+    from course.agents import spans as otel
 
-
-def _type_name(types: tuple[type, ...]) -> str:
-    names = {"str": "a string", "int": "an integer", "list": "a list", "dict": "an object",
-             "float": "a number", "bool": "true/false", "NoneType": "null"}
-    return " or ".join(names.get(t.__name__, t.__name__) for t in types)
-
-
-def _check_fields(data: Any, spec: dict[str, tuple[tuple[type, ...], bool]], path: str,
-                  where: str) -> None:
-    prefix = f"{where}: " if where else ""
-    if not isinstance(data, dict):
-        raise TraceError(f"{prefix}{path or 'the trace'} must be a JSON object, got "
-                         f"{type(data).__name__}. Fix: save it with course.agents.traces.save_run().")
-    for name, (types, required) in spec.items():
-        key = f"{path}.{name}" if path else name
-        if name not in data:
-            if required:
-                raise TraceError(f"{prefix}field '{key}' is missing. Fix: add it (the trace may "
-                                 "be truncated; re-save it with course.agents.traces.save_run()).")
-            continue
-        value = data[name]
-        bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
-        if bad:
-            raise TraceError(f"{prefix}field '{key}' must be {_type_name(types)}, got "
-                             f"{type(value).__name__} {value!r:.60}. Fix: correct that field.")
-    unknown = set(data) - set(spec) - {"format_version"}
-    if unknown:
-        raise TraceError(f"{prefix}unknown field(s) {sorted(unknown)} in {path or 'the trace'}. "
-                         "Fix: remove them or check the spelling.")
-
-
-def _run_from_dict(data: Any, where: str = "") -> Run:
-    prefix = f"{where}: " if where else ""
-    _check_fields(data, file_fields(Run), "", where)
+    spans = spans if isinstance(spans, otel.Spans) else otel.Spans(list(spans))
+    agent = agent if agent is not None else next(iter(spans.agents), None)
+    if agent is None:
+        raise TraceError("the spans hold no AGENT span: there is no agent run to read. Fix: "
+                         "capture the spans of an agent's run (course.agents.spans.capture).")
+    a = _attrs(agent)
+    _check_labels(spans, agent)
+    about = {name: a.get(otel.RUN_PREFIX + name) for name in _RUN_FIELDS}
+    call = _json_value(a.get("input.value"), {})
+    task = call.get("task") if isinstance(call, dict) else None
+    tool_names = [str(t) for t in a.get("smolagents.tools_names") or () if t != "final_answer"]
+    additional = _json_value(a.get("smolagents.additional_args"), {})
+    provenance = str(a.get(otel.PROVENANCE, "measured"))
+    source = str(a.get(otel.OUTPUTS) or (provenance if provenance in OUTPUT_LABELS
+                                         else "measured"))
+    measured_with = str(about["measured_with"] or "")
+    # a replay names the tokenizer that counted its prompts; without one it reports zeros
+    counted = bool(measured_with) or provenance != "recorded"
+    children = spans.children(agent)
+    chains = [s for s in children if _attrs(s).get(otel.KIND) == "CHAIN"
+              and otel._STEP_NAME.fullmatch(s.name)]
     steps: list[TraceStep] = []
-    for i, raw in enumerate(data["steps"]):
-        path = f"steps[{i}]"
-        _check_fields(raw, file_fields(TraceStep), path, where)
-        calls = []
-        for j, call in enumerate(raw.get("tool_calls", [])):
-            cpath = f"{path}.tool_calls[{j}]"
-            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-                raise TraceError(f"{prefix}field '{cpath}.name' must be a string. Fix: each tool "
-                                 "call is {\"name\": ..., \"arguments\": {...}}.")
-            if not isinstance(call.get("arguments", {}), dict):
-                raise TraceError(f"{prefix}field '{cpath}.arguments' must be an object.")
-            calls.append(ToolCall(call["name"], dict(call.get("arguments", {}))))
-        figures = raw.get("figures", "measured")
-        if figures not in FIGURE_LABELS:
-            raise TraceError(f"{prefix}field '{path}.figures' is {figures!r}; it must be one of "
-                             f"{list(FIGURE_LABELS)}.")
-        for name in ("input_tokens", "output_tokens", "measured_input_tokens",
-                     "measured_output_tokens", "qwen_input_tokens"):
-            if raw.get(name) is not None and raw[name] < 0:
-                raise TraceError(f"{prefix}field '{path}.{name}' is negative ({raw[name]}).")
-        if raw["number"] != i + 1:
-            raise TraceError(f"{prefix}field '{path}.number' is {raw['number']}, expected {i + 1}: "
-                             "steps are numbered 1, 2, 3... in order. Fix: renumber them.")
-        kwargs = {k: v for k, v in raw.items() if k != "tool_calls"}
-        steps.append(TraceStep(tool_calls=calls, **kwargs))
-    source = data.get("source", "measured")
-    if source not in OUTPUT_LABELS:
-        raise TraceError(f"{prefix}field 'source' is {source!r}; it must be one of "
-                         f"{list(OUTPUT_LABELS)} (who wrote the model outputs).")
-    if not all(isinstance(t, str) for t in data.get("tools", [])):
-        raise TraceError(f"{prefix}field 'tools' must be a list of tool names (strings).")
-    kwargs = {k: v for k, v in data.items() if k not in ("steps", "format_version")}
-    return Run(steps=steps, **kwargs)
+    final_answer = None
+    for chain in chains:
+        inner = spans.children(chain)
+        llm = next((s for s in inner if _attrs(s).get(otel.KIND) == "LLM"), None)
+        finals = [s for s in inner if _attrs(s).get(otel.KIND) == "TOOL"
+                  and _attrs(s).get("tool.name") == "final_answer"
+                  and s.status.status_code.name != "ERROR"]
+        step = _step(len(steps) + 1, chain, llm, tool_names, counted)
+        step.is_final_answer = bool(finals)
+        if finals and final_answer is None:
+            final_answer = _answer_text(_attrs(finals[0]).get("output.value"))
+        steps.append(step)
+    last_llm = [s for s in children if _attrs(s).get(otel.KIND) == "LLM"]
+    if last_llm and not any(s.is_final_answer for s in steps):  # the step limit's answer call
+        step = _step(len(steps) + 1, None, last_llm[-1], tool_names, counted)
+        step.error, step.model_output, step.thought, step.code = (
+            AGENT_ERROR_AT_STEP_LIMIT, "", "", "")
+        steps.append(step)
+    if final_answer is None and otel.RUN_PREFIX + "final_answer" in a:
+        final_answer = str(a[otel.RUN_PREFIX + "final_answer"])
+    model_id = about["model_id"] or next(
+        (str(_attrs(s)["llm.model_name"]) for s in spans.llm_calls
+         if "llm.model_name" in _attrs(s)), "")
+    run = Run(task=str(task or a.get("smolagents.task") or ""), model_id=str(model_id),
+              steps=steps, tools=tool_names, final_answer=final_answer, source=source,
+              title=str(about["title"] or ""),
+              additional_args=additional if isinstance(additional, dict) else {},
+              total_input_tokens_reported=about["total_input_tokens_reported"],
+              total_output_tokens_reported=about["total_output_tokens_reported"],
+              notes=str(about["notes"] or ""), source_detail=str(about["source_detail"] or ""),
+              measured_with=measured_with)
+    run.spans = spans
+    return run
+
+
+def _check_labels(spans: Any, agent: Any) -> None:
+    """Refuse a label the course does not use, naming the attribute and the span."""
+    from course.agents import spans as otel
+
+    checks = ((otel.OUTPUTS, OUTPUT_LABELS), (otel.TOKEN_FIGURES, FIGURE_LABELS),
+              (otel.RECORDING_FIGURES, FIGURE_LABELS), (otel.PROVENANCE, otel.PROVENANCE_LABELS))
+    for span in [agent, *spans]:
+        attributes = _attrs(span)
+        for key, labels in checks:
+            if key in attributes and attributes[key] not in labels:
+                raise TraceError(f"span {span.name!r}: attribute {key!r} is "
+                                 f"{attributes[key]!r}; it must be one of {list(labels)}.")
+
+
+def _step(number: int, chain: Any, llm: Any, tool_names: list[str],
+          counted: bool) -> TraceStep:
+    from course.agents import spans as otel
+
+    c = _attrs(chain) if chain is not None else {}
+    m = _attrs(llm) if llm is not None else {}
+    output = _model_output(m)
+    thought, code = split_thought_and_code(output)
+    calls = tool_calls_in_code(code, [*tool_names, "final_answer"]) if code else _native_calls(m)
+    replayed = otel.RECORDING_FIGURES in m
+    measured = counted and otel.MEASURED_PROMPT in m
+    duration = None
+    if chain is not None and chain.end_time and chain.start_time and \
+            chain.end_time > chain.start_time:
+        duration = round((chain.end_time - chain.start_time) / 1e9, 3)
+    return TraceStep(
+        number=number, thought=thought, code=code, tool_calls=calls,
+        observation=str(c.get("output.value") or ""),
+        error=_step_error(chain) if chain is not None else None,
+        input_tokens=None if replayed else m.get(otel.PROMPT),
+        output_tokens=None if replayed else m.get(otel.COMPLETION),
+        duration_s=duration,
+        figures=str(m.get(otel.RECORDING_FIGURES) or m.get(otel.TOKEN_FIGURES) or "measured"),
+        model_output=output,
+        measured_input_tokens=m.get(otel.MEASURED_PROMPT) if measured else None,
+        measured_output_tokens=m.get(otel.MEASURED_COMPLETION) if measured else None,
+        qwen_input_tokens=m.get(otel.MEASURED_QWEN_PROMPT))
+
+
+def _counting_ids(seed: str) -> Any:
+    """An OpenTelemetry id generator counting from a number the run's text gives: the same
+    run, the same ids (and so the same file)."""
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class CountingIds(_CountingIds, IdGenerator):
+        pass
+
+    return CountingIds(seed)
+
+
+class _CountingIds:
+    """Span and trace ids from a counter seeded by the run's text."""
+
+    def __init__(self, seed: str):
+        self.next = int.from_bytes(hashlib.sha256(seed.encode("utf-8")).digest()[:6], "big") << 16
+
+    def generate_span_id(self) -> int:
+        self.next += 1
+        return self.next & 0xFFFFFFFFFFFFFFFF
+
+    def generate_trace_id(self) -> int:
+        return (self.next << 64) | 1
+
+    def is_trace_id_random(self) -> bool:
+        return False
+
+
+_WRITTEN_START_NS = 1_700_000_000 * 10**9  # the clock of spans written from a Run (no run here)
+
+
+def spans_from_run(run: Run, provenance: str | None = None) -> Any:
+    """Spans for a :class:`Run` that has none (a recording the course wrote, a run built by
+    hand), with the attributes :func:`run_from_spans` reads back and OpenInference's kinds:
+    an AGENT span, a ``Step N`` CHAIN span per step with its LLM span (the model output and
+    figures) and a TOOL span per tool call. ``provenance`` labels them (default: the run's
+    ``source``; the shipped recordings are ``recorded``). Times are the steps' durations from
+    a fixed start; ids come from the run's title, so the same run gives the same file."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode, set_span_in_context
+
+    from course.agents import spans as otel
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource({"service.name": "agents-workbook"}),
+                              id_generator=_counting_ids(f"{run.title}\n{run.task}"))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("course.agents.traces")
+    label = provenance or run.source
+    clock = _WRITTEN_START_NS
+    about = {otel.RUN_PREFIX + name: getattr(run, name) for name in _RUN_FIELDS
+             if getattr(run, name) not in (None, "")}
+    agent_attributes: dict[str, Any] = {
+        otel.KIND: "AGENT", otel.PROVENANCE: label, otel.OUTPUTS: run.source, **about,
+        "input.value": json.dumps({"task": run.task,
+                                   "additional_args": run.additional_args or None},
+                                  ensure_ascii=False),
+        "smolagents.task": run.task, "smolagents.tools_names": [*run.tools, "final_answer"]}
+    if run.additional_args:
+        agent_attributes["smolagents.additional_args"] = json.dumps(run.additional_args,
+                                                                    ensure_ascii=False)
+    if run.final_answer is not None:
+        agent_attributes["output.value"] = run.final_answer
+        if not any(step.is_final_answer for step in run.steps):  # no step's tool gave it
+            agent_attributes[otel.RUN_PREFIX + "final_answer"] = run.final_answer
+    for key, value in ((otel.PROMPT, run.total_input_tokens),
+                       (otel.COMPLETION, run.total_output_tokens)):
+        if value is not None:
+            agent_attributes[key] = value
+    agent = tracer.start_span("CodeAgent.run", attributes=agent_attributes, start_time=clock)
+    for step in run.steps:
+        context = set_span_in_context(agent)
+        end = clock + (round(step.duration_s * 1e9) if step.duration_s else 0)
+        chain = tracer.start_span(f"Step {step.number}", context=context, start_time=clock,
+                                  attributes={otel.KIND: "CHAIN", otel.PROVENANCE: label})
+        if step.observation:
+            chain.set_attribute("output.value", step.observation)
+        if step.error:
+            kind, _, message = step.error.partition(": ")
+            chain.add_event("exception", {"exception.type": kind, "exception.message": message},
+                            timestamp=end)
+            chain.set_status(StatusCode.ERROR)
+        inside = set_span_in_context(chain)
+        tracer.start_span("Model.generate", context=inside, start_time=clock,
+                          attributes=_llm_attributes(run, step, label)).end(end_time=end)
+        calls = [c for c in step.tool_calls if c.name != "final_answer"]
+        if step.is_final_answer:
+            calls += [c for c in step.tool_calls if c.name == "final_answer"][:1] or [
+                ToolCall("final_answer", {})]
+        for tool_call in calls:
+            tool_attributes: dict[str, Any] = {
+                otel.KIND: "TOOL", otel.PROVENANCE: label, "tool.name": tool_call.name,
+                otel.TOOL_ARGUMENTS: json.dumps(tool_call.arguments, ensure_ascii=False,
+                                                sort_keys=True, default=str),
+                "input.value": json.dumps({"args": [], "kwargs": tool_call.arguments},
+                                          ensure_ascii=False, default=str)}
+            if tool_call.name == "final_answer" and run.final_answer is not None:
+                tool_attributes["output.value"] = run.final_answer
+            tracer.start_span(tool_call.name, context=inside, start_time=clock,
+                              attributes=tool_attributes).end(end_time=end)
+        chain.end(end_time=end)
+        clock = end + 1
+    agent.end(end_time=clock)
+    provider.shutdown()
+    return otel.Spans(exporter.get_finished_spans())
+
+
+def _llm_attributes(run: Run, step: TraceStep, label: str) -> dict[str, Any]:
+    """The LLM span of a written step: its model output, native tool calls and figures."""
+    from course.agents import spans as otel
+
+    output = step.model_output or (_join_thought_and_code(step.thought, step.code)
+                                   if step.thought or step.code else "")
+    attributes: dict[str, Any] = {
+        otel.KIND: "LLM", otel.PROVENANCE: label, otel.STEP: step.number,
+        otel.TOKEN_FIGURES: step.figures, "llm.model_name": run.model_id,
+        "llm.output_messages.0.message.role": "assistant"}
+    if output:
+        attributes[_OUTPUT_TEXTS[0]] = output
+    if not step.code:
+        for i, tool_call in enumerate(step.tool_calls):
+            prefix = f"{_OUTPUT_CALLS}.{i}.tool_call.function."
+            attributes[prefix + "name"] = tool_call.name
+            attributes[prefix + "arguments"] = json.dumps(tool_call.arguments, ensure_ascii=False)
+    for key, value in ((otel.PROMPT, step.input_tokens), (otel.COMPLETION, step.output_tokens),
+                       (otel.MEASURED_PROMPT, step.measured_input_tokens),
+                       (otel.MEASURED_COMPLETION, step.measured_output_tokens),
+                       (otel.MEASURED_QWEN_PROMPT, step.qwen_input_tokens)):
+        if value is not None:
+            attributes[key] = value
+    return attributes
 
 
 def save_run(run: Run, path: str | Path) -> Path:
-    """Write ``run`` as indented JSON (UTF-8) and return the path."""
+    """Write ``run`` as OTLP JSON and return the path: the spans it was read from
+    (:func:`run_from_spans`), or :func:`spans_from_run`'s for a run that has none."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
-
-
-def run_from_json(text: str, where: str = "") -> Run:
-    """Parse a trace from JSON text; a syntax error or a bad field raises :class:`TraceError`."""
-    prefix = f"{where}: " if where else ""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise TraceError(f"{prefix}not valid JSON ({err.msg} at line {err.lineno}, column "
-                         f"{err.colno}); the file may be truncated. Fix: re-save the trace with "
-                         "course.agents.traces.save_run().") from err
-    except RecursionError as err:
-        raise TraceError(f"{prefix}the JSON is nested too deeply to be a trace (a trace is at "
-                         "most 4 levels deep). Fix: re-save the trace with "
-                         "course.agents.traces.save_run().") from err
-    except ValueError as err:  # e.g. an integer with more digits than Python converts
-        raise TraceError(f"{prefix}the JSON holds a value that cannot be read ({err}). Fix: "
-                         "correct that value or re-save the trace.") from err
-    return _run_from_dict(data, where)
+    spans = run.spans if run.spans is not None else spans_from_run(run)
+    return spans.save(path)
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a trace saved by :func:`save_run`; errors name the file and the field."""
+    """Read a run saved by :func:`save_run` (or any OTLP JSON of a smolagents run); errors
+    name the file and what is wrong."""
+    from course.agents.spans import spans_from_otlp_json
+
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file. Fix: check the path "
@@ -382,9 +633,16 @@ def load_run(path: str | Path) -> Run:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise TraceError(f"{path.name}: not UTF-8 text (byte {err.object[err.start]:#04x} at "
-                         f"offset {err.start}). Fix: save traces with "
+                         f"offset {err.start}). Fix: save runs with "
                          "course.agents.traces.save_run(), which writes UTF-8.") from err
-    return run_from_json(text, where=str(path.name))
+    try:
+        spans = spans_from_otlp_json(text)
+    except (ValueError, RecursionError) as err:
+        raise TraceError(f"{path.name}: {err}") from err
+    try:
+        return run_from_spans(spans)
+    except TraceError as err:
+        raise TraceError(f"{path.name}: {err}") from err
 
 
 # ----- code actions -----
