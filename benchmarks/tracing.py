@@ -1,23 +1,31 @@
-"""The time OpenTelemetry tracing adds to a replay: the note's weather run, with and without spans.
+"""The time OpenTelemetry spans add to an agent run: a replay and a live step, with and without.
 
-The same replay (course.agents.replay.replay_run of course/data/recordings/weather_note.json,
-the real CodeAgent, its executor and the offline search behind the door) is run in alternating
-rounds: ``off`` with no instrumentation at all (course.agents.spans.uninstrument), ``on`` inside
-``course.agents.spans.capture(recording=run)``, which is what a lesson would do (OpenInference's
-smolagents instrumentation, the course's attributes, the SDK's in-memory exporter); the
-instrumentation is switched on before an ``on`` round's clock starts. One warm-up
-replay of each kind comes first (imports, tokenizers). Prints, per kind, the median and the
-spread of the rounds' seconds, then the ratio on/off and the milliseconds added per replay, the
-spans of one replay, and the time to encode them as OTLP JSON.
+Spans are on by default (importing ``course.agents`` instruments smolagents and LangChain), and
+the course's runners capture their run's spans and read its ``Run`` from them. This measures
+what that costs, on the same agent run made three ways, in alternating rounds:
 
-    .venv/bin/python benchmarks/tracing.py                  # 7 rounds, tokenizers as the lesson
+- ``off``: no instrumentation (``course.agents.spans.uninstrument``): the same ``CodeAgent``,
+  model, tools behind the door and step limit as the runner builds, run bare;
+- ``on``: instrumented, the same bare run: spans are made and, with no capture open, dropped
+  (what every run a lesson makes outside the runners pays);
+- ``runner``: the course's runner as a lesson calls it (``replay_run`` / ``run_live``): spans
+  captured in memory with the course's attributes, and the ``Run`` read from them.
+
+The replay is the note's weather run (``course/data/recordings/weather_note.json``, the
+offline search). The live step (``--live``) is the weather task with the active agent model,
+one bounded model call (``live_plan`` with one step), the model's own generation included.
+One warm-up round of each kind comes first (imports, tokenizers, the model). Prints, per kind,
+the median and spread of the rounds' milliseconds and what ``on`` and ``runner`` add to
+``off``, then the spans of one replay and the time to encode them as OTLP JSON.
+
+    .venv/bin/python benchmarks/tracing.py                  # replay, 7 rounds
     .venv/bin/python benchmarks/tracing.py --rounds 15 --no-tokenizers
+    .venv/bin/python benchmarks/tracing.py --live --rounds 2
 
-``--no-tokenizers`` replays without counting prompts (tokenizer=None, qwen=None): the agent,
-its executor and the tools only, so the instrumentation's share is larger. Wall-clock on a
-machine others may be using: read the figures with the load average printed beside them. Not
-measured here: a live model's step (its generation dwarfs the spans), Phoenix's memory. Prints
-figures; asserts nothing.
+``--no-tokenizers`` replays without counting prompts (the agent, its executor and the tools
+only), so the spans' share is larger. Wall-clock on a machine others may be using: read the
+figures with the load average printed beside them. Not measured here: Phoenix's memory (the
+appendix on Phoenix has its own figures). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -27,63 +35,119 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def replay_kinds(no_tokenizers: bool) -> dict[str, Callable[[], object]]:
+    """The weather replay: bare (for off and on) and through ``replay_run``."""
+    from smolagents import CodeAgent
+
+    from course.agents.offline_tools import make_tools
+    from course.agents.replay import ReplayModel, local_tokenizer, replay_run
+    from course.agents.traces import RECORDINGS_DIR, load_run
+    from course.tools.for_libraries import smolagents_door
+
+    run = load_run(RECORDINGS_DIR / "weather_note.json")
+    tokenizer = None if no_tokenizers else local_tokenizer()
+
+    def bare() -> object:
+        model = ReplayModel(run.model_outputs(), model_id=run.model_id, tokenizer=tokenizer)
+        agent = CodeAgent(tools=smolagents_door(make_tools(run.tools)), model=model,
+                          max_steps=len(run.steps), verbosity_level=-1)
+        return agent.run(run.task)
+
+    def runner() -> object:
+        return replay_run(run, tokenizer=tokenizer, qwen=None)
+
+    return {"bare": bare, "runner": runner}
+
+
+def live_kinds() -> dict[str, Callable[[], object]]:
+    """One bounded live step of the weather task: bare (for off and on) and ``run_live``."""
+    from smolagents import CodeAgent
+    from smolagents.utils import AgentError
+
+    from course.agents.live import LivePlan, live_plan, run_live, stop_after_steps
+    from course.agents.offline_tools import make_tools
+    from course.agents.traces import RECORDINGS_DIR, load_run
+    from course.models import smolagents_model
+    from course.tools.for_libraries import smolagents_door
+
+    plan = live_plan()
+    plan = LivePlan(1, plan.max_new_tokens, plan.reason, plan.first_block)
+    recording = load_run(RECORDINGS_DIR / "weather_note.json")
+    model = smolagents_model(max_new_tokens=plan.max_new_tokens)
+
+    def bare() -> object:
+        agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
+                          max_steps=plan.max_steps + 1,
+                          step_callbacks=[stop_after_steps(plan.max_steps)], verbosity_level=-1)
+        try:
+            return agent.run(recording.task)
+        except AgentError:
+            return None
+
+    def runner() -> object:
+        return run_live("weather", plan, model=model)
+
+    return {"bare": bare, "runner": runner}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="replays of each kind (default 7)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of each kind (default 7)")
     parser.add_argument("--no-tokenizers", action="store_true",
                         help="replay without counting prompts (the agent and tools only)")
+    parser.add_argument("--live", action="store_true",
+                        help="a live step with the active agent model instead of the replay")
     options = parser.parse_args()
 
     from course.agents import spans as tracing
-    from course.agents.replay import local_tokenizer, replay_run
-    from course.agents.traces import RECORDINGS_DIR, load_run
 
-    run = load_run(RECORDINGS_DIR / "weather_note.json")
-    counting = ({"tokenizer": None, "qwen": None} if options.no_tokenizers
-                else {"tokenizer": local_tokenizer(), "qwen": "cache"})
+    made = live_kinds() if options.live else replay_kinds(options.no_tokenizers)
 
-    def off() -> tuple[float, object]:
-        tracing.uninstrument()
+    def timed(kind: str) -> float:
+        if kind == "off":
+            tracing.uninstrument()
+        else:
+            tracing.instrument()  # switching it on is not part of a run's cost
         start = time.perf_counter()
-        replay_run(run, **counting)
-        return time.perf_counter() - start, None
+        made["runner" if kind == "runner" else "bare"]()
+        return time.perf_counter() - start
 
-    def on() -> tuple[float, object]:
-        tracing.instrument()  # switching it on is not part of a replay's cost
-        start = time.perf_counter()
-        with tracing.capture(recording=run) as spans:
-            replay_run(run, **counting)
-        return time.perf_counter() - start, spans
-
-    off()
-    on()  # warm-up: imports, tokenizers, the instrumentors' first wrapping
-    seconds: dict[str, list[float]] = {"off": [], "on": []}
-    spans = None
+    kinds = ("off", "on", "runner")
+    for kind in kinds:  # warm-up
+        timed(kind)
+    seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(options.rounds):
-        seconds["off"].append(off()[0])
-        took, spans = on()
-        seconds["on"].append(took)
-    tracing.uninstrument()
+        for kind in kinds:
+            seconds[kind].append(timed(kind))
+    tracing.instrument()
 
     load = os.getloadavg()
-    print(f"weather replay, {options.rounds} rounds each, alternating; "
-          f"{'no tokenizers' if options.no_tokenizers else 'prompts counted as in the lesson'}; "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    what = ("live step (weather, one bounded model call)" if options.live else
+            f"weather replay, {'no tokenizers' if options.no_tokenizers else 'prompts counted'}")
+    print(f"{what}; {options.rounds} rounds of each kind, alternating; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     for kind, values in seconds.items():
-        print(f"  {kind:>3}: median {statistics.median(values) * 1000:8.1f} ms  "
-              f"min {min(values) * 1000:8.1f}  max {max(values) * 1000:8.1f}")
-    median_off, median_on = (statistics.median(seconds[k]) for k in ("off", "on"))
-    min_off, min_on = (min(seconds[k]) for k in ("off", "on"))
-    print(f"  on/off = {median_on / median_off:.3f} (medians), {min_on / min_off:.3f} (minimums); "
-          f"added {(median_on - median_off) * 1000:+.1f} ms per replay (medians), "
-          f"{(min_on - min_off) * 1000:+.1f} ms (minimums)")
-    if spans is not None:
+        print(f"  {kind:>6}: median {statistics.median(values) * 1000:9.1f} ms  "
+              f"min {min(values) * 1000:9.1f}  max {max(values) * 1000:9.1f}")
+    off = statistics.median(seconds["off"])
+    for kind in ("on", "runner"):
+        median = statistics.median(seconds[kind])
+        print(f"  {kind} - off: {(median - off) * 1000:+.1f} ms per run (medians), "
+              f"{(min(seconds[kind]) - min(seconds['off'])) * 1000:+.1f} ms (minimums); "
+              f"ratio {median / off:.3f}")
+    if not options.live:
+        from course.agents.replay import replay_run
+        from course.agents.traces import RECORDINGS_DIR, load_run
+
+        spans = replay_run(load_run(RECORDINGS_DIR / "weather_note.json"), tokenizer=None,
+                           qwen=None).spans
         start = time.perf_counter()
         text = spans.to_otlp_json()
         encode = time.perf_counter() - start

@@ -15,6 +15,7 @@ from course.agents.spans import (
     PROVENANCE_LABELS,
     capture,
     door_verdict,
+    instrument,
     load_spans,
     otlp_target,
     send_spans,
@@ -26,9 +27,52 @@ from course.agents.traces import RECORDINGS_DIR, load_run
 
 @pytest.fixture(scope="module", autouse=True)
 def instrumentation():
-    """The instrumentation is process-wide: switched off again after this module."""
+    """The instrumentation is process-wide and on by default: some tests here switch it off, so
+    it is switched on again after this module."""
     yield
-    uninstrument()
+    instrument()
+
+
+def test_spans_are_on_by_default_in_a_new_process():
+    """Importing the agent package is enough: smolagents and LangChain runs then emit spans
+    through the course's provider, with no capture around them."""
+    import subprocess
+    import sys
+
+    code = """
+import course.agents.traces
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from langchain_core.runnables import RunnableLambda
+from course.agents.spans import add_span_processor
+print(SmolagentsInstrumentor().is_instrumented_by_opentelemetry,
+      LangChainInstrumentor().is_instrumented_by_opentelemetry)
+exporter = InMemorySpanExporter()
+add_span_processor(SimpleSpanProcessor(exporter))
+RunnableLambda(lambda x: x + 1, name="add_one").invoke(1)
+print([s.name for s in exporter.get_finished_spans()])
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.splitlines() == ["True True", "['add_one']"], done.stderr[-2000:]
+
+
+def test_a_replay_without_a_capture_has_the_spans_of_the_issue_check():
+    """The note's weather replay, as a lesson runs it (no capture in the lesson): an AGENT
+    span, an LLM span per step with its token counts, the two web_search TOOL spans with
+    their queries; the replay's trace is read from them."""
+    replay = replay_run(load_run(RECORDINGS_DIR / "weather_note.json"), tokenizer=None,
+                        qwen=None)
+    spans = replay.spans
+    assert len(spans.agents) == 1 and len(spans.llm_calls) >= 3
+    assert [(attrs(s)["llm.token_count.prompt"], attrs(s)["course.token_figures"])
+            for s in spans.llm_calls] == [(2083, "recorded"), (3345, "derived"), (4100, "recorded")]
+    queries = [json.loads(attrs(s)["course.tool.arguments"])["query"]
+               for s in spans.tool_calls("web_search")]
+    assert queries == ["current weather in Paris", "current weather in Paris, France"]
+    assert replay.trace.spans is spans and len(replay.trace.steps) == len(spans.llm_calls)
 
 
 @pytest.fixture(scope="module")

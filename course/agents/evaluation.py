@@ -1,6 +1,7 @@
 """Trajectory checks: read a trace, not just its final answer, and flag what went wrong.
 
-Each check takes a :class:`~course.agents.traces.Run` and returns a list of :class:`Flag` (empty when
+Each check takes a :class:`~course.agents.traces.Run`, the record read from a run's spans
+(:func:`course.agents.traces.run_from_spans`), and returns a list of :class:`Flag` (empty when
 the trajectory passes):
 
 - :func:`merged_contradictions`: the final answer draws on two sources whose facts contradict
