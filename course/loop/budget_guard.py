@@ -4,7 +4,7 @@
 cost budget and repeat detection (the same code with the same observation). When a rule fires it
 records the reason and calls ``agent.interrupt()``; smolagents then raises ``AgentError("Agent
 interrupted.")`` before the next step, which :func:`run_smolagents_with_budget` catches, so the
-agent's memory (the trace) is kept and the reason is data. :class:`LibraryRun` is the record
+trace (read from the run's spans, chapter 02's format) is kept and the reason is data. :class:`LibraryRun` is the record
 both this module and :mod:`course.loop.budget_graph` report into.
 
 Not handled: pricing real API calls, or stopping a model in the middle of a generation (a
@@ -23,7 +23,8 @@ from smolagents.monitoring import LogLevel
 from smolagents.utils import AgentError, AgentMaxStepsError
 
 from course.agents.replay import ReplayModel, local_tokenizer
-from course.agents.traces import run_from_smolagents
+from course.agents.spans import capture
+from course.agents.traces import run_from_spans
 from course.loop.agent_loop import StopReason, StopRules
 from course.records import Record, json_safe
 from course.tools.for_libraries import smolagents_door
@@ -147,11 +148,13 @@ class BudgetGuard:
 def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> LibraryRun:
     """Run a smolagents agent that has ``guard`` among its step callbacks; never lose the trace."""
     answer = None
-    try:
-        answer = agent.run(task)
-    except AgentError as err:
-        if guard.reason is None:  # not our interruption: a real failure, keep it as the reason
-            guard.reason, guard.detail = StopReason.MODEL_ERROR, f"{type(err).__name__}: {err}"
+    source = "scripted" if "scripted" in str(agent.model.model_id) else "measured"
+    with capture(provenance=source) as spans:  # the trace is read from the run's spans
+        try:
+            answer = agent.run(task)
+        except AgentError as err:
+            if guard.reason is None:  # not our interruption: a real failure, keep it as the reason
+                guard.reason, guard.detail = StopReason.MODEL_ERROR, f"{type(err).__name__}: {err}"
     if guard.reason is not None:
         reason, detail = guard.reason, guard.detail
     elif any(isinstance(getattr(s, "error", None), AgentMaxStepsError)
@@ -160,9 +163,7 @@ def run_smolagents_with_budget(agent: Any, task: str, guard: BudgetGuard) -> Lib
         guard.rows = [r for r in guard.rows if r["step"] <= agent.max_steps]
     else:
         reason, detail = StopReason.FINAL_ANSWER, "final_answer() was called"
-    trace = run_from_smolagents(agent, task=task, figures="measured",
-                                source="scripted" if "scripted" in str(agent.model.model_id)
-                                else "measured")
+    trace = run_from_spans(spans)
     tokenizer = getattr(agent.model, "tokenizer", None)
     unit = (f"{getattr(tokenizer, 'name_or_path', '').rstrip('/').split('/')[-1] or 'model'} "
             "tokenizer over the prompt smolagents sent") if tokenizer is not None else \
