@@ -31,11 +31,19 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-# The chapters the model-setting matrices (a served model, a hub id) run: the lessons, not the
-# appendices (A1, A2, ...). Appendix A4 trains and runs the bundled model whatever COURSE_MODEL
-# says (LoRA needs the weights in the kernel), and the others measure what the lessons' own
-# cells already send a model; leaving them out keeps CI in budget.
+# The model-setting matrix: every lesson (not the appendices: A4 trains and runs the bundled model
+# whatever COURSE_MODEL says, the others measure what the lessons' own cells already send a model)
+# is executed once more, as its student edition, under one setting other than the bundled model:
+# a served model (test_live_server_notebooks) or a Hugging Face id (test_live_hub_notebooks).
+# A lesson runs once per setting it needs, not under every setting: each setting gets lessons
+# that reach the agent model through LangChain and through smolagents, and chapter 00, which
+# names the setting, runs under both. The served chapters are the ones whose model calls go
+# over HTTP in ways the others do not: native and constrained tool calls (01), the code agent's
+# live runs (02, in Going further) and the memory graph's chat model (04).
 MATRIX_NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+SERVER_NAMES = ["00_start_here.ipynb", "01_tool_calling.ipynb", "02_code_agent_runs.ipynb",
+                "04_memory.ipynb"]
+HUB_NAMES = ["00_start_here.ipynb"] + [name for name in MATRIX_NAMES if name not in SERVER_NAMES]
 CELL_TIMEOUT_S = 240
 
 
@@ -303,6 +311,18 @@ def core_path(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         assert not any("nbgrader" in cell.metadata for cell in rest), "a graded cell in Going further"
         nb.cells = nb.cells[:ids.index("going-further")]
     return nb
+
+
+def student_copy(name: str, folder: Path, *, going_further: bool) -> Path:
+    """The student edition of ``notebooks/<name>`` (stubs for the solutions, the hidden tests
+    removed), written into ``folder``: what a student runs. Without ``going_further`` it stops
+    at the exercises (:func:`core_path`)."""
+    from classroom.grading import student_edition
+
+    nb = student_edition(nbformat.read(NOTEBOOKS / name, as_version=4))
+    path = folder / name
+    nbformat.write(nb if going_further else core_path(nb), path)
+    return path
 
 
 def check_cell_ids(nb: nbformat.NotebookNode) -> list[str]:

@@ -1,4 +1,4 @@
-"""Every notebook's core path, with the agent model named by a Hugging Face id, offline.
+"""Lessons' core paths, with the agent model named by a Hugging Face id, offline.
 
 The test writes a Hugging Face cache in which the bundled model is
 ``HuggingFaceTB/SmolLM2-135M-Instruct`` (``hub/models--ORG--NAME/{refs/main,snapshots/<rev>}``),
@@ -10,7 +10,8 @@ What runs is the *student edition* of each notebook (``classroom.grading.student
 instead of solutions, hidden tests removed), as a student who picked a hub model would run it.
 So the same run also shows that the student edition runs top to bottom and prints
 ``[not yet done]`` under every graded check, without executing every chapter once
-more for that alone. Each chapter's ``## Going further`` is left out (nbharness.core_path): it holds
+more for that alone. Which lessons run here, and which under a served model instead, is said once,
+in ``nbharness.HUB_NAMES``. Each chapter's ``## Going further`` is left out (nbharness.core_path): it holds
 no graded check, and the bundled runs execute it.
 """
 
@@ -19,12 +20,11 @@ import re
 import nbformat
 import pytest
 
-from classroom.grading import student_edition
 from course.assets import converted_model_dir
 from live_models import HUB_ID, write_hub_cache
-from nbharness import MATRIX_NAMES, NOTEBOOKS, check_cell_ids, core_path, run_notebook
+from nbharness import HUB_NAMES, NOTEBOOKS, check_cell_ids, run_notebook, student_copy
 
-NAMES = MATRIX_NAMES  # every chapter but 07 (nbharness says why)
+NAMES = HUB_NAMES
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 
@@ -35,10 +35,8 @@ def hub_cache(tmp_path_factory):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_student_edition_runs_with_a_hub_id(hub_cache, name, tmp_path):
-    source = nbformat.read(NOTEBOOKS / name, as_version=4)
-    checks = check_cell_ids(source)
-    nbformat.write(core_path(student_edition(source)), tmp_path / name)
-    run = run_notebook(tmp_path / name,
+    checks = check_cell_ids(nbformat.read(NOTEBOOKS / name, as_version=4))
+    run = run_notebook(student_copy(name, tmp_path, going_further=False),
                        env={"COURSE_MODEL": HUB_ID, "HF_HUB_CACHE": str(hub_cache)})
     print(f"\n{name}, student edition, with {HUB_ID}: {run.seconds:.1f} s")
     assert checks, f"{name} has no graded check"

@@ -1,23 +1,27 @@
-"""Every notebook, top to bottom, with the agent model behind a real OpenAI-compatible server.
+"""Lessons, top to bottom, with the agent model behind a real OpenAI-compatible server.
 
 ``transformers serve`` serves the bundled model on a loopback port (the setting a class shares a
 vLLM or Ollama server with: ``COURSE_MODEL=http://HOST:PORT/v1``). Each notebook must run, its
 model cells must really reach the server (counted in the server's request log), and cells that
 read model internals must say they probe the bundled model, not the server. The lessons' values
 are asserted by the bundled runs (tests/test_nb_*.py); this module asserts what the setting
-changes. The whole notebook runs: in some chapters (02, 04) only the live runs under Going further
-call the agent model.
+changes. Which lessons run here, and which under a hub id instead, is said once, in
+``nbharness.SERVER_NAMES``. What runs is the lesson's *student edition*, as a student of a class
+with a shared server would run it, Going further included: in some chapters (02, 04) only the
+live runs there call the agent model. So the same run also shows that the student edition runs
+top to bottom and prints ``[not yet done]`` under every graded check.
 """
 
 import re
 
+import nbformat
 import pytest
 
 from course.assets import converted_model_dir
 from live_models import ServedModel
-from nbharness import MATRIX_NAMES, NOTEBOOKS, run_notebook
+from nbharness import NOTEBOOKS, SERVER_NAMES, check_cell_ids, run_notebook, student_copy
 
-NAMES = MATRIX_NAMES  # every chapter but 07 (nbharness says why)
+NAMES = SERVER_NAMES
 pytestmark = [pytest.mark.notebook, pytest.mark.slow, pytest.mark.matrix]
 
 
@@ -30,12 +34,17 @@ def served(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_against_the_server(served, name):
+def test_notebook_runs_against_the_server(served, name, tmp_path):
+    checks = check_cell_ids(nbformat.read(NOTEBOOKS / name, as_version=4))
     before = served.chat_requests()
-    run = run_notebook(NOTEBOOKS / name, env=served.setting)
+    run = run_notebook(student_copy(name, tmp_path, going_further=True), env=served.setting)
     requests = served.chat_requests() - before
-    print(f"\n{name} under a server: {run.seconds:.1f} s, {requests} chat requests")
+    print(f"\n{name}, student edition, under a server: {run.seconds:.1f} s, {requests} chat requests")
     assert requests > 0, f"{name}: no cell sent a chat request to the server"
+    assert checks, f"{name} has no graded check"
+    for cell_id in checks:
+        assert "[not yet done]" in run.text(cell_id), (name, cell_id, run.text(cell_id))
+        assert "[passed]" not in run.text(cell_id), (name, cell_id)
     for line in re.findall(r"^probe model: .*$", run.all_text(), re.M):
         assert line.startswith("probe model: SmolLM2-135M-Instruct (bundled); the agent model "
                                f"is a server at {served.url}"), (name, line)
