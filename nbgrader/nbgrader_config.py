@@ -9,18 +9,29 @@ serves it too, its Formgrader reading this file). See README.md, "Coursework". `
 course id and the exchange come from the hub's config folder for every user as well (README.md,
 "A class on JupyterHub").
 
-Three parts of nbgrader's chain are the course's own (``classroom.grading``): feedback without
-the hidden tests, an untouched check cell taken for the released one (no checksum warning), and
+nbgrader's autograde is the course's one scoring path (``python -m classroom.grading grade`` and
+``make grade`` drive it in a temporary course made from this file). The course's parts of its
+chain (``classroom.grading``): the Execute step ``GuardedExecute``, which runs each submission's
+kernel in a bubblewrap sandbox (``SandboxedKernelManager``; the kernel's limits are
+``c.SandboxedKernelManager.*``, and ``c.SandboxedKernelManager.sandbox = False`` runs it without
+the sandbox, for a trusted class only), guards every check cell, caps each cell's output and
+bounds the notebook's time; a duplicated cell graded once (``KeepLastCopy``); an untouched check
+cell taken for the released one (no checksum warning); feedback without the hidden tests; and
 an export of what was submitted only.
 """
 
 import os
 
 from nbgrader.converters import Autograde, GenerateFeedback
-from nbgrader.preprocessors import GetGrades, OverwriteCells
+from nbgrader.preprocessors import DeduplicateIds, Execute, GetGrades, OverwriteCells
 
+from classroom.grading.execute import GuardedExecute
 from classroom.grading.feedback import HideHiddenTests
-from classroom.grading.nbgrader_plugins import KeepReleasedCells, SubmittedOnlyCsvExport
+from classroom.grading.nbgrader_plugins import (
+    KeepLastCopy,
+    KeepReleasedCells,
+    SubmittedOnlyCsvExport,
+)
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
@@ -34,6 +45,9 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "
 c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
+# A whole chapter (kernel start included) takes 20-120 s on a quiet machine, several times that on
+# a busy one; past this its sandbox is killed and the checks not yet run score 0.
+c.GuardedExecute.notebook_timeout = 1800
 
 # Everything offline: no cell may download anything, and checks raise when grading.
 for name, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
@@ -43,10 +57,16 @@ for name, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACK
 # Students submit notebooks only; a missing check cell earns 0 rather than being put back.
 c.OverwriteCells.add_missing_cells = False
 
-# An untouched released check cell is not "changed" (nbgrader recorded it with its hidden tests).
+# A duplicated cell is graded once (the last copy); an untouched released check cell is not
+# "changed" (nbgrader recorded it with its hidden tests).
+_ours = {DeduplicateIds: KeepLastCopy, OverwriteCells: KeepReleasedCells}
 c.Autograde.sanitize_preprocessors = [
-    KeepReleasedCells if step is OverwriteCells else step
-    for step in Autograde.class_traits()["sanitize_preprocessors"].default()]
+    _ours.get(step, step) for step in Autograde.class_traits()["sanitize_preprocessors"].default()]
+
+# Every submission runs in the sandbox, its check cells guarded (classroom/grading/execute.py).
+c.Autograde.autograde_preprocessors = [
+    GuardedExecute if step is Execute else step
+    for step in Autograde.class_traits()["autograde_preprocessors"].default()]
 
 # Feedback (HTML) a student keeps: the hidden tests removed, right after the grades are read.
 _feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())

@@ -1,7 +1,7 @@
 """Contract cases of the class grader (classroom/grading/): the output path is checked before any
 notebook is graded, the CSV never holds a cell a spreadsheet runs as a formula, and two notebooks of
-one name in one student's folder are graded once with the others named. Table tests; the kernels are
-replaced by a stand-in that records what it was asked to grade (one real run at the end)."""
+one name in one student's folder are graded once with the others named. Table tests; nbgrader is
+replaced by a stand-in that records what it was asked to grade (real runs at the end)."""
 
 from __future__ import annotations
 
@@ -22,18 +22,22 @@ HONEST = ROOT / "tests" / "fixtures" / "submissions" / "instructor" / "practice.
 
 @pytest.fixture
 def graded(monkeypatch):
-    """Stand in for the kernels: every call is recorded, every notebook scores 1."""
+    """Stand in for nbgrader: every submission is recorded, every notebook scores 1."""
     calls = []
 
-    def fake(source, submitted, student, limits=None, feedback=None, **_):
-        calls.append((student, Path(submitted), feedback))
-        if feedback is not None:
-            feedback.parent.mkdir(parents=True, exist_ok=True)
-            feedback.write_bytes(Path(submitted).read_bytes())
-        return NotebookResult(student, Path(source).name, [CellScore("ex1-check", 1, 1,
-                                                                     "passed")])
+    def fake(jobs, workers, limits, sandbox=True, feedback_dir=None):
+        results = []
+        for job in jobs:
+            feedback = Path(feedback_dir) / job.student / job.submitted.name if feedback_dir else None
+            calls.append((job.student, job.submitted, feedback))
+            if feedback is not None:
+                feedback.parent.mkdir(parents=True, exist_ok=True)
+                feedback.write_bytes(job.submitted.read_bytes())
+            results.append(NotebookResult(job.student, job.instructor.name,
+                                          [CellScore("ex1-check", 1, 1, "passed")]))
+        return results
 
-    monkeypatch.setattr(submissions, "grade_notebook", fake)
+    monkeypatch.setattr(submissions, "autograde", fake)
     return calls
 
 
@@ -184,7 +188,7 @@ def test_nbgrader_layout_duplicates_are_named_too(tmp_path, graded):
 @pytest.mark.contract("wrong result")
 def test_a_real_run_with_a_formula_name_and_a_duplicate(tmp_path):
     submitted = tmp_path / "submitted"
-    name = '=HYPERLINK("evil.example","click")'
+    name = '=HYPERLINK("evil.example?[x]*","click")'  # nbgrader would read [x]* as a pattern
     (submitted / name / "old").mkdir(parents=True)
     shutil.copy(HONEST, submitted / name / "practice.ipynb")
     shutil.copy(HONEST, submitted / name / "old" / "practice.ipynb")

@@ -1,7 +1,8 @@
 """Contract cases of the grader (classroom/grading/), more: a duplicated check cell is reported as what
-it is (the grade_id and the fix), not as nbgrader's "SchemaTooOldError"; and a grader started from a
-virtualenv reached through a symlink grades an honest student 5/5 in the sandbox (the kernel starts
-from a path the sandbox mounts). Table tests; one real sandboxed run at the end."""
+it is (the grade_id and the fix) and graded once, where nbgrader's own chain fails the submission
+with "SchemaTooOldError"; and a grader started from a virtualenv reached through a symlink grades an
+honest student 5/5 in the sandbox (the kernel starts from a path the sandbox mounts). Table tests;
+one real sandboxed run at the end."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.nbgraderformat import SchemaTooOldError
+from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds
+from traitlets.config.loader import PyFileConfigLoader
 
-from classroom.grading.autograde import (
-    DuplicateGradeIdError,
-    duplicate_grade_ids,
-    make_gradebook,
-    prepare_submission,
-)
+from classroom.grading import grade_class
 from classroom.grading.bubblewrap import kernel_python, sandbox_problem
-from classroom.grading.runner import grade_notebook
+from classroom.grading.nbgrader_plugins import (
+    DuplicateGradeIdError,
+    KeepLastCopy,
+    check_unique_grade_ids,
+    duplicate_cell_notes,
+    duplicate_grade_ids,
+)
 from classroom.grading.student import nbgrader_meta
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,24 +64,42 @@ def test_a_duplicated_cell_in_a_submission_is_named_not_schema_too_old(case):
     submitted = _duplicated(_read(HONEST), grade_id, copies)
     found = duplicate_grade_ids(submitted)
     assert list(found) == [grade_id] and len(found[grade_id]) == copies + 1
-    nb, notes = prepare_submission(_read(SOURCE), submitted, "practice")  # no SchemaTooOldError
-    said = [n for n in notes if n.startswith(f"{grade_id}:")]
-    assert said and f"{copies + 1} cells" in said[0] and "fix: delete the extra copy" in said[0]
-    assert "SchemaTooOld" not in " ".join(notes)
+    (said,) = duplicate_cell_notes(submitted)
+    assert said.startswith(f"{grade_id}:") and f"{copies + 1} cells" in said
+    assert "fix: delete the extra copy" in said
+    with pytest.raises(SchemaTooOldError):  # nbgrader's own step, then its metadata check
+        CheckCellMetadata().preprocess(
+            DeduplicateIds().preprocess(copy.deepcopy(submitted), {})[0], {})
+    nb, _ = KeepLastCopy().preprocess(copy.deepcopy(submitted), {})
+    nb, _ = CheckCellMetadata().preprocess(nb, {})
     assert not duplicate_grade_ids(nb)  # one cell keeps the grade_id: it is graded once
     assert sum(nbgrader_meta(c).get("grade_id") == grade_id for c in nb.cells) == 1
+
+
+def test_the_course_template_puts_the_course_steps_in_nbgraders_chain():
+    from classroom.grading.execute import GuardedExecute
+    from classroom.grading.nbgrader_plugins import KeepReleasedCells
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "nbgrader")).load_config()
+    sanitize = config.Autograde.sanitize_preprocessors
+    assert KeepLastCopy in sanitize and DeduplicateIds not in sanitize
+    assert KeepReleasedCells in sanitize
+    assert GuardedExecute in config.Autograde.autograde_preprocessors
 
 
 @pytest.mark.contract("unclear error")
 def test_a_duplicated_grade_id_in_the_instructor_notebook_is_refused_naming_it(tmp_path):
     source = _duplicated(_read(SOURCE), "ex1-check")
     with pytest.raises(DuplicateGradeIdError, match="'ex1-check'") as err:
-        make_gradebook(source, tmp_path, "practice")
+        check_unique_grade_ids(source, "the instructor notebook practice.ipynb")
     assert "practice.ipynb" in str(err.value) and "fix" in str(err.value)
     path = tmp_path / "practice.ipynb"
     nbformat.write(source, path)
-    with pytest.raises(DuplicateGradeIdError, match="'ex1-check'"):
-        grade_notebook(path, HONEST, "alice", sandbox=False)
+    (tmp_path / "submitted" / "alice").mkdir(parents=True)
+    shutil.copy(HONEST, tmp_path / "submitted" / "alice" / "practice.ipynb")
+    with pytest.raises(DuplicateGradeIdError, match="'ex1-check'") as err:
+        grade_class(tmp_path / "submitted", [path], log=None, sandbox=False)
+    assert "practice.ipynb" in str(err.value)
 
 
 # ------------------------------------------------- (2) a virtualenv reached through a symlink
@@ -136,9 +159,8 @@ def test_an_honest_student_graded_from_a_symlinked_venv_gets_full_marks(tmp_path
     result = _in_linked_venv(python, f"""
 import json
 from pathlib import Path
-from classroom.grading.runner import grade_notebook
-r = grade_notebook(Path({str(SOURCE)!r}), Path({str(student / 'practice.ipynb')!r}), "alice")
-print(json.dumps({{"points": sum(c.points for c in r.cells),
-                  "max": sum(c.max_points for c in r.cells), "notes": r.notes}}))
+from classroom.grading import grade_class
+(r,) = grade_class(Path({str(student.parent)!r}), [Path({str(SOURCE)!r})], log=None)
+print(json.dumps({{"points": r.score, "max": r.max_score, "notes": r.notes}}))
 """)
     assert (result["points"], result["max"]) == (5, 5), result["notes"]

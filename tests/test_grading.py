@@ -1,8 +1,10 @@
-"""Coursework: the student edition and the class grader (classroom/grading/).
+"""Coursework: the student edition and the class grader (classroom/grading/), which has
+nbgrader's autograde score every submission in a sandbox.
 
 Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtures.py``):
 ``source/practice.ipynb`` is the instructor notebook; ``submissions/<student>/`` are the
-instructor edition, a student edition with wrong answers, and a malicious one;
+instructor edition, a student edition with wrong answers, and a malicious one (graded here with
+a fourth, made in the test: right answers, one check cell emptied and one deleted);
 ``submissions_adversarial/<kind>/`` is an adversarial class (an honest submission and
 one per attack, each with wrong answers).
 
@@ -16,20 +18,20 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures.make_fixtures import ATTACKS, MARKER
+from fixtures.make_fixtures import ATTACKS, MARKER, RIGHT, fill
 
 from classroom.grading import (
     ResourceLimits,
     grade_class,
     graded_cells,
     leaked_solution_lines,
-    prepare_submission,
     solution_lines,
     student_edition,
     write_student_editions,
@@ -50,6 +52,7 @@ EXPECTED = {
     "instructor":    {"ex1-check": 1, "ex2-check": 2, "ex3-check": 2},  # full marks
     "wrong_answers": {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # hidden test; undone
     "malicious":     {"ex1-check": 1, "ex2-check": 0, "ex3-check": 0},  # loop; kernel killed
+    "tampered":      {"ex1-check": 1, "ex2-check": 2, "ex3-check": 0},  # check restored; deleted
 }
 # A cell gets 10 s: at 5 s, a loaded CI machine (two workers, one grading seven chapters) once
 # let the flood cell reach its timeout before its first line of output arrived.
@@ -139,19 +142,6 @@ def test_fixtures_match_the_source():
         assert "BEGIN HIDDEN TESTS" not in "".join(c.source for c in submitted.cells), name
 
 
-def test_the_grader_restores_the_instructors_checks():
-    source = _read(SOURCE)
-    tampered = student_edition(source)
-    check = next(c for c in tampered.cells if c.id == "ex2-check")
-    check.source = "pass  # the student emptied the check"
-    tampered.cells = [c for c in tampered.cells if c.id != "ex3-check"]
-    prepared, notes = prepare_submission(source, tampered)
-    restored = next(c for c in prepared.cells if c.id == "ex2-check")
-    assert restored.source == next(c for c in source.cells if c.id == "ex2-check").source
-    assert "BEGIN HIDDEN TESTS" in restored.source  # hidden tests run when grading
-    assert notes == ["ex3-check: missing from the submission"]
-
-
 def test_bad_grading_input_names_the_problem(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such folder of submissions"):
         grade_class(tmp_path / "nowhere", [SOURCE.parent])
@@ -172,13 +162,25 @@ def _digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _tampered() -> nbformat.NotebookNode:
+    """Right answers, but the check of exercise 2 emptied and that of exercise 3 deleted."""
+    nb = fill(student_edition(_read(SOURCE)), dict(RIGHT))
+    next(c for c in nb.cells if c.id == "ex2-check").source = "pass  # the student emptied the check"
+    nb.cells = [c for c in nb.cells if c.id != "ex3-check"]
+    return nb
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
-    before = _digest(SUBMISSIONS)
-    results = grade_class(SUBMISSIONS, [SOURCE.parent], out / "scores.csv", workers=2,
+    submitted = shutil.copytree(SUBMISSIONS, out / "submitted", symlinks=True)
+    (submitted / "tampered").mkdir()
+    nbformat.write(_tampered(), submitted / "tampered" / "practice.ipynb")
+    before = _digest(submitted)
+    results = grade_class(submitted, [SOURCE.parent], out / "scores.csv", workers=2,
                           limits=TEST_LIMITS, feedback_dir=out / "feedback")
-    return {"results": {r.student: r for r in results}, "out": out, "before": before}
+    return {"results": {r.student: r for r in results}, "out": out, "before": before,
+            "submitted": submitted}
 
 
 def test_grader_scores_match_the_table(graded):
@@ -211,8 +213,8 @@ def test_malicious_submission_is_contained(graded):
     assert status == {"ex1-check": "passed", "ex2-check": "timeout", "ex3-check": "not run"}
     assert any("kernel" in note for note in result.notes)
     # the files beside the submission were deleted only in the grader's temporary copy
-    assert _digest(SUBMISSIONS) == graded["before"]
-    assert (SUBMISSIONS / "malicious" / "notes.txt").is_file()
+    assert _digest(graded["submitted"]) == graded["before"]
+    assert (graded["submitted"] / "malicious" / "notes.txt").is_file()
     executed = _read(graded["out"] / "feedback" / "malicious" / "practice.ipynb")
     cells = {c.id: c for c in executed.cells}
     # the 80 GB allocation hit the memory limit: a MemoryError, and the kernel went on
@@ -230,6 +232,20 @@ def test_feedback_notebooks_show_the_student_what_happened(graded):
     assert "[passed] Exercise 1" in text["ex1-check"]
     assert "[try again] Exercise 2: should_stop: a final answer stops the loop" in text["ex2-check"]
     assert "[not yet done] Exercise 3" in text["ex3-check"]
+
+
+def test_nbgrader_restores_the_instructors_checks(graded):
+    """The emptied check cell ran as the instructor wrote it (hidden tests included, removed
+    again in the feedback), and the deleted one scores 0, named in the notes."""
+    result = graded["results"]["tampered"]
+    assert {c.grade_id: c.status for c in result.cells} == {
+        "ex1-check": "passed", "ex2-check": "passed", "ex3-check": "missing"}
+    assert "ex3-check: missing" in result.notes
+    check = next(c for c in _read(graded["out"] / "feedback" / "tampered" / "practice.ipynb").cells
+                 if c.id == "ex2-check")
+    released = next(c for c in student_edition(_read(SOURCE)).cells if c.id == "ex2-check")
+    assert check.source == released.source  # not the student's `pass`
+    assert "[passed] Exercise 2" in "".join(o.get("text", "") for o in check.outputs)
 
 
 def test_feedback_handed_back_holds_no_hidden_test(graded):

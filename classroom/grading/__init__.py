@@ -1,6 +1,8 @@
-"""Coursework: the student edition of the notebooks, and a sandboxed grader for a whole class.
+"""Coursework: the student edition of the notebooks, and nbgrader grading a whole class in a sandbox.
 
-Two commands (``python -m classroom.grading --help``)::
+nbgrader's autograde is the one scoring path: the course template ``nbgrader/nbgrader_config.py``
+(``make nbgrader-*``, the class hub) runs it with the course's plug-ins, and the class grader
+drives it. Two commands (``python -m classroom.grading --help``)::
 
     python -m classroom.grading student notebooks/ --out student/
     python -m classroom.grading grade submitted/ --source notebooks/ --out scores.csv
@@ -8,23 +10,23 @@ Two commands (``python -m classroom.grading --help``)::
 The modules, in the order a submission meets them:
 
 - :mod:`~classroom.grading.student`: the student edition (nbgrader's generate_assignment
-  preprocessors) and the gradebook record of the instructor's cells;
-- :mod:`~classroom.grading.submissions`: a folder of submissions, graded a few at a time into a CSV;
-- :mod:`~classroom.grading.runner`: one notebook: a private copy, a worker process, a deadline;
-- :mod:`~classroom.grading.bubblewrap`: the kernel's bubblewrap sandbox and resource limits;
-- :mod:`~classroom.grading.autograde`: nbgrader's autograde preprocessors and ``determine_grade``,
-  a notebook client with limits, and the guard around every check cell
-  (:mod:`~classroom.grading.guard`);
-- :mod:`~classroom.grading.results`: the records and the CSV; :mod:`~classroom.grading.cli`.
+  preprocessors);
+- :mod:`~classroom.grading.submissions`: a folder of submissions, checked, placed in a temporary
+  nbgrader course and autograded there a few at a time, into a CSV;
+- :mod:`~classroom.grading.nbgrader_plugins`: the course's steps in nbgrader's chain (a
+  duplicated cell, an untouched check cell, the CSV export);
+- :mod:`~classroom.grading.execute`: nbgrader's Execute step with the guard around every check
+  cell (:mod:`~classroom.grading.guard`), an output cap and the notebook's deadline;
+- :mod:`~classroom.grading.sandboxed_kernel` and :mod:`~classroom.grading.bubblewrap`: the
+  kernel in a bubblewrap sandbox, with resource limits;
+- :mod:`~classroom.grading.results`: the records, what an autograded cell shows, the CSV;
+  :mod:`~classroom.grading.feedback`: what goes back to a student; :mod:`~classroom.grading.cli`.
 
-nbgrader itself, as shipped, runs from the course template in ``nbgrader/`` (``make
-nbgrader-assign`` and friends); both score a submission the same way (tested). Not handled:
-manually graded answers (nbgrader's formgrader does those), a gradebook for this grader's CSV.
+Not handled: manually graded answers (nbgrader's formgrader does those).
 """
 
 # What the rest of the course and the tests use (``from classroom.grading import student_edition``);
 # the records and the steps in between are in their modules.
-from classroom.grading.autograde import prepare_submission
 from classroom.grading.results import ResourceLimits, graded_cells
 from classroom.grading.student import (
     leaked_solution_lines,
@@ -39,7 +41,6 @@ __all__ = [
     "grade_class",
     "graded_cells",
     "leaked_solution_lines",
-    "prepare_submission",
     "solution_lines",
     "student_edition",
     "write_student_editions",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import site
 import stat
 import subprocess
 import sys
@@ -143,14 +144,15 @@ def _system_binds() -> list[str]:
 
 
 def readable_paths() -> list[Path]:
-    """What the kernel needs to read: Python, the virtual environment, the course packages,
-    the model caches (and ``COURSE_MODEL`` when it names a local folder)."""
+    """What the kernel needs to read: Python, the virtual environment and its packages, the
+    course packages, the model caches (and ``COURSE_MODEL`` when it names a local folder)."""
     import course
     from course.assets import course_cache_dir, hub_cache_dir
 
     project = Path(course.__file__).resolve().parents[1]
     paths = [Path(sys.base_prefix), Path(sys.prefix), project / "course", project / "widgets",
-             course_cache_dir(), hub_cache_dir()]
+             course_cache_dir(), hub_cache_dir(),
+             *map(Path, site.getsitepackages())]  # resolved: a venv linking another's packages
     model = active_model()  # a setting that cannot work stops the grader here, named
     if model.local_path:
         paths.append(Path(model.local_path))
@@ -230,7 +232,8 @@ def share_caches() -> list[str]:
 
 
 def kernel_env(workdir: Path) -> dict[str, str]:
-    """The kernel's whole environment: offline, grading mode, caches, nothing else inherited."""
+    """The kernel's whole environment: offline, grading mode, caches, the interpreter's library
+    path, nothing else inherited."""
     from course.assets import course_cache_dir, hub_cache_dir
 
     env = {"PATH": f"{Path(sys.prefix).resolve() / 'bin'}:/usr/local/bin:/usr/bin:/bin",
@@ -241,6 +244,8 @@ def kernel_env(workdir: Path) -> dict[str, str]:
            "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib",
            "XDG_CACHE_HOME": "/tmp/cache", "COURSE_CACHE": str(course_cache_dir()),
            "HF_HUB_CACHE": str(hub_cache_dir()), "OMP_NUM_THREADS": "1"}
+    if os.environ.get("LD_LIBRARY_PATH"):  # this interpreter's own libpython (a class hub's copy)
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
     model = active_model()
     if not model.is_bundled:
         env[MODEL_SETTING] = model.setting

@@ -1,8 +1,9 @@
 """The command line: ``python -m classroom.grading student|grade`` (``--help`` for the options).
 
-``student`` writes the student edition of instructor notebooks; ``grade`` grades a folder of
-submissions into a CSV (see :mod:`classroom.grading.submissions`). Not handled: nbgrader's own
-commands (``make nbgrader-*`` drives those with the course template in ``nbgrader/``).
+``student`` writes the student edition of instructor notebooks; ``grade`` has nbgrader grade a
+folder of submissions into a CSV (see :mod:`classroom.grading.submissions`). Not handled:
+nbgrader's other commands (``make nbgrader-*`` runs those with the course template in
+``nbgrader/``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from classroom.grading.bubblewrap import SandboxUnavailable
 from classroom.grading.results import OutputPathError, ResourceLimits
-from classroom.grading.runner import worker_main
 from classroom.grading.student import write_student_editions
 from classroom.grading.submissions import grade_class
 from course.cli import whole_number
@@ -63,10 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="bytes of output kept per cell")
     gr.add_argument("--no-sandbox", action="store_true",
                     help="run kernels with the grader's rights (a trusted class only)")
-    sub.add_parser("_worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.command == "_worker":
-        return worker_main()
     if args.command == "student":
         try:
             for path in write_student_editions(args.sources, args.out):

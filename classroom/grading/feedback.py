@@ -8,7 +8,7 @@ traceback of an error raised in such a cell to its last line (an IPython traceba
 source around the failing line, hidden asserts included). The visible asserts and what the
 check printed (``[passed]``, ``[try again] <hint>``, ...) stay.
 
-Used by the class grader's hand-back (:mod:`classroom.grading.runner`, ``make grade``'s
+Used by the class grader's hand-back (:mod:`classroom.grading.submissions`, ``make grade``'s
 ``--feedback`` folder) and, as the preprocessor ``HideHiddenTests``, by ``nbgrader
 generate_feedback`` (``nbgrader/nbgrader_config.py`` puts it in ``GenerateFeedback``'s chain).
 ``leaked_hidden_tests`` checks a folder of feedback (notebooks, HTML, any text) before it goes

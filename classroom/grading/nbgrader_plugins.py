@@ -1,5 +1,11 @@
-"""Two nbgrader 0.9.6 parts the course template (``nbgrader/nbgrader_config.py``) swaps in.
+"""nbgrader 0.9.6 parts the course template (``nbgrader/nbgrader_config.py``) swaps in (the
+kernel's sandbox and the check guard are in :mod:`classroom.grading.execute`).
 
+- ``KeepLastCopy`` (autograde's ``DeduplicateIds``): of the cells of a submission that share one
+  grade_id (a duplicated check cell, say), the last is graded and the others run as ordinary
+  cells; nbgrader's own step would blank their metadata and then fail the whole submission with
+  a misleading ``SchemaTooOldError``. ``duplicate_cell_notes`` says so, naming the fix, and
+  ``check_unique_grade_ids`` refuses an instructor notebook with a duplicated grade_id.
 - ``KeepReleasedCells`` (autograde's ``OverwriteCells``): nbgrader records a check cell's
   checksum before ``ClearHiddenTests`` runs, so every released check cell with hidden tests
   differs from its record, and autograde warns "Attribute 'checksum' for cell ... has changed"
@@ -21,14 +27,67 @@ import csv
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
+from nbgrader.preprocessors import ClearHiddenTests, DeduplicateIds, OverwriteCells
 
 from classroom.grading.results import csv_cell
+from classroom.grading.student import nbgrader_meta
 
-__all__ = ["KeepReleasedCells", "SubmittedOnlyCsvExport", "released_source"]
+__all__ = ["DuplicateGradeIdError", "KeepLastCopy", "KeepReleasedCells", "SubmittedOnlyCsvExport",
+           "check_unique_grade_ids", "duplicate_cell_notes", "duplicate_grade_ids",
+           "released_source"]
 
 CSV_KEYS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
             "email", "raw_score", "late_submission_penalty", "score", "max_score")
+
+
+class DuplicateGradeIdError(ValueError):
+    """Two cells of an instructor notebook carry one nbgrader grade_id."""
+
+
+def duplicate_grade_ids(nb: NotebookNode) -> dict[str, list[int]]:
+    """Each grade_id held by more than one nbgrader cell, with the indexes of its cells."""
+    where: dict[str, list[int]] = {}
+    for i, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if grade_id is not None and (meta.get("grade") or meta.get("solution")
+                                     or meta.get("locked")):
+            where.setdefault(str(grade_id), []).append(i)
+    return {g: cells for g, cells in where.items() if len(cells) > 1}
+
+
+def check_unique_grade_ids(nb: NotebookNode, what: str) -> None:
+    """Raise :class:`DuplicateGradeIdError` naming each duplicated grade_id of ``what``."""
+    duplicates = duplicate_grade_ids(nb)
+    if duplicates:
+        listed = "; ".join(f"grade_id {g!r} in cells {', '.join(map(str, cells))}"
+                           for g, cells in duplicates.items())
+        raise DuplicateGradeIdError(
+            f"{what} has more than one cell with one nbgrader grade_id ({listed}); fix: delete "
+            "the extra copy or give each cell its own grade_id (Create Assignment toolbar, or "
+            "metadata.nbgrader.grade_id), then grade again")
+
+
+def duplicate_cell_notes(nb: NotebookNode) -> list[str]:
+    """One note per grade_id that several cells of a submission hold: which cells, which one
+    is graded, and the fix."""
+    return [f"{grade_id}: {len(cells)} cells of the submission have this grade_id (cells "
+            f"{', '.join(map(str, cells))}, a duplicated cell); the last one was graded, the "
+            "others ran as ordinary cells; fix: delete the extra copy from the notebook"
+            for grade_id, cells in duplicate_grade_ids(nb).items()]
+
+
+class KeepLastCopy(DeduplicateIds):
+    """``DeduplicateIds`` that leaves the earlier copies of a duplicated cell without nbgrader
+    metadata at all (ordinary cells), instead of an empty one that fails the submission."""
+
+    def preprocess(self, nb, resources):
+        for note in duplicate_cell_notes(nb):
+            self.log.warning(note)
+        for cells in duplicate_grade_ids(nb).values():
+            for i in cells[:-1]:
+                del nb.cells[i].metadata["nbgrader"]
+        return super().preprocess(nb, resources)
 
 
 def released_source(source: str) -> str:

@@ -1,8 +1,10 @@
 """The grader's records: resource limits, one check cell's score, one notebook's result, and
 the class CSV.
 
-Not handled: a gradebook (nbgrader's ``export`` writes that CSV; this one needs none), late
-penalties, and manually graded cells (they are not in the CSV).
+The points are nbgrader's (its gradebook); what happened in a check cell is read from the notebook
+nbgrader autograded (``cell_score``): the errors the course's ``Execute`` step
+(:mod:`classroom.grading.execute`) puts there are named here. Not handled: late penalties and
+manually graded cells (they are not in the CSV; nbgrader's ``export`` has them).
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ import nbformat
 
 from classroom.grading.student import nbgrader_meta
 
-__all__ = ["CellScore", "NotebookResult", "OutputPathError", "ResourceLimits", "check_csv_path",
-           "csv_cell", "graded_cells", "write_scores_csv"]
+__all__ = ["KERNEL_STOPPED", "NOT_RUN", "TIMEOUT", "TRUNCATED", "UNVERIFIED", "CellScore",
+           "NotebookResult", "OutputPathError", "ResourceLimits", "cell_score", "check_csv_path",
+           "csv_cell", "graded_cells", "run_notes", "write_scores_csv"]
+
+# The errors the grader's Execute step puts in a cell, by name, and its line on a capped output.
+TIMEOUT = "CellTimeoutError"        # nbgrader's own name for a cell over its timeout
+KERNEL_STOPPED = "DeadKernelError"  # nbclient's name for a kernel that went away
+NOT_RUN = "NotRun"                  # a check cell after the kernel went away
+UNVERIFIED = "UnverifiedCheck"      # the guard could not confirm the genuine check passed
+TRUNCATED = "[grader] output truncated at"
 
 # A cell a spreadsheet would read as a formula (OWASP "CSV injection"): prefixed with a quote.
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
@@ -86,6 +96,49 @@ def graded_cells(nb: nbformat.NotebookNode) -> dict[str, float]:
         if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
             cells[meta["grade_id"]] = float(meta.get("points", 0))
     return cells
+
+
+def cell_score(cell: nbformat.NotebookNode | None, grade_id: str, points: float,
+               max_points: float) -> CellScore:
+    """One check cell of a notebook nbgrader autograded (None: not in the submission), given
+    the ``points`` nbgrader's gradebook holds for it."""
+    if cell is None:
+        return CellScore(grade_id, 0.0, max_points, "missing")
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    named = {o.get("ename"): str(o.get("evalue", ""))[:200] for o in reversed(errors)}
+    failures = [o for o in errors if o.get("ename") not in (TIMEOUT, NOT_RUN, UNVERIFIED)]
+    if TIMEOUT in named:
+        status, detail = "timeout", named[TIMEOUT]
+    elif NOT_RUN in named:
+        status, detail = "not run", named[NOT_RUN]
+    elif failures:
+        status = "failed"
+        ename, evalue = failures[0].get("ename", "error"), str(failures[0].get("evalue", ""))
+        detail = "not yet done" if ename == "NotImplementedError" else f"{ename}: {evalue[:200]}"
+    elif UNVERIFIED in named:
+        status, detail = "unverified", named[UNVERIFIED]
+    else:
+        status, detail = ("passed", "") if points > 0 else ("failed", "output on stderr")
+    return CellScore(grade_id, float(points), max_points, status, detail)
+
+
+def run_notes(nb: nbformat.NotebookNode, checks: set[str]) -> list[str]:
+    """What the CSV says about the other cells of an autograded notebook: capped output, a
+    timeout outside the ``checks`` (grade ids), the kernel going away."""
+    notes = []
+    for cell in nb.cells:
+        name = nbgrader_meta(cell).get("grade_id") or cell.get("id")
+        outputs = cell.get("outputs", [])
+        enames = {o.get("ename"): str(o.get("evalue", "")) for o in outputs
+                  if o.get("output_type") == "error"}
+        capped = [line.strip() for o in outputs if o.get("output_type") == "stream"
+                  for line in o.get("text", "").splitlines() if line.startswith(TRUNCATED)]
+        notes += [f"cell {name}: {capped[0][len('[grader] '):]}"] if capped else []
+        if TIMEOUT in enames and name not in checks:
+            notes.append(f"cell {name}: timed out")
+        if KERNEL_STOPPED in enames:
+            notes.append(enames[KERNEL_STOPPED])
+    return notes
 
 
 def check_csv_path(path: Path) -> Path:

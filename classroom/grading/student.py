@@ -4,12 +4,11 @@
 ``ClearSolutions``, ``ClearOutput``, ``ComputeChecksums``, ``ClearHiddenTests``,
 ``ClearMarkScheme``, ``CheckCellMetadata``) in nbgrader's order: every ``### BEGIN SOLUTION``
 region becomes ``raise NotImplementedError()``, hidden tests disappear, outputs are cleared,
-and a leftover marker is an error. ``record_source_cells`` is the same chain with nbgrader's
-``SaveCells`` at its place, writing the instructor's cells into a gradebook, which is what the
-autograde step reads back (:mod:`classroom.grading.autograde`).
+and a leftover marker is an error.
 
-Not handled: nbgrader's header/footer and autotest steps, releasing to an exchange, and
-course directories (the nbgrader CLI does those; see ``nbgrader/`` at the repository root).
+Not handled: nbgrader's header/footer and autotest steps, its gradebook, releasing to an
+exchange, and course directories (the nbgrader CLI does those; see ``nbgrader/`` at the
+repository root).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ __all__ = [
     "hidden_test_lines",
     "leaked_solution_lines",
     "nbgrader_meta",
-    "record_source_cells",
     "solution_lines",
     "student_edition",
     "write_student_editions",
@@ -45,10 +43,8 @@ def nbgrader_meta(cell: nbformat.NotebookNode) -> dict[str, Any]:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
-def _generate(nb: nbformat.NotebookNode, resources: dict[str, Any],
-              save_cells: bool) -> nbformat.NotebookNode:
-    """nbgrader's GenerateAssignment chain, minus header/footer and autotests; ``SaveCells``
-    (the gradebook write) only when ``save_cells``."""
+def _generate(nb: nbformat.NotebookNode, resources: dict[str, Any]) -> nbformat.NotebookNode:
+    """nbgrader's GenerateAssignment chain, minus header/footer, autotests and the gradebook."""
     from nbgrader.preprocessors import (
         CheckCellMetadata,
         ClearHiddenTests,
@@ -57,11 +53,10 @@ def _generate(nb: nbformat.NotebookNode, resources: dict[str, Any],
         ClearSolutions,
         ComputeChecksums,
         LockCells,
-        SaveCells,
     )
 
     chain = [LockCells(), ClearSolutions(), ClearOutput(), CheckCellMetadata(),
-             ComputeChecksums(), *([SaveCells()] if save_cells else []), ClearHiddenTests(),
+             ComputeChecksums(), ClearHiddenTests(),
              ClearMarkScheme(), ComputeChecksums(), CheckCellMetadata()]
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     for step in chain:
@@ -76,7 +71,7 @@ def student_edition(instructor: nbformat.NotebookNode) -> nbformat.NotebookNode:
     ``### BEGIN SOLUTION`` in a cell without ``nbgrader.solution``).
     """
     nb = _generate(instructor, {"nbgrader": {"notebook": "notebook",
-                                             "assignment": "assignment"}}, save_cells=False)
+                                             "assignment": "assignment"}})
     for cell in nb.cells:
         for marker in MARKERS:
             if marker in cell.source:
@@ -85,18 +80,6 @@ def student_edition(instructor: nbformat.NotebookNode) -> nbformat.NotebookNode:
                     "give the cell nbgrader metadata (solution=true for solutions, grade=true "
                     "for checks) or remove the marker")
     return nb
-
-
-def record_source_cells(instructor: nbformat.NotebookNode, db_url: str, assignment: str,
-                        notebook: str) -> None:
-    """Write the instructor's graded, solution, task and locked cells into the gradebook at
-    ``db_url``, as ``nbgrader generate_assignment`` does (creating the assignment)."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(db_url) as gradebook:
-        gradebook.update_or_create_assignment(assignment)
-    _generate(instructor, {"nbgrader": {"notebook": notebook, "assignment": assignment,
-                                        "db_url": db_url}}, save_cells=True)
 
 
 def _lines_by_region(nb: nbformat.NotebookNode) -> Iterator[tuple[str, str | None]]:
