@@ -95,7 +95,7 @@ browser:
 # The notebook tests save their executed notebooks in build/executed (COURSE_SAVE_EXECUTED);
 # the website test and `make book` reuse those whose source has not changed since.
 EXECUTED := build/executed
-test: assets browser sandbox class-proxy
+test: assets browser sandbox class-proxy phoenix-env
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 COURSE_SAVE_EXECUTED=$(CURDIR)/$(EXECUTED) \
 		scripts/no-network $(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
@@ -195,3 +195,17 @@ colab-mirror:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# Phoenix, Arize's trace UI (appendix A5), in its own venv .venv-phoenix: its dependencies need
+# older python-dateutil and tenacity than constraints.txt pins. phoenix-env makes that venv once
+# (python -m course phoenix --install-only: arize-phoenix as course/phoenix.py pins it) and gives
+# $(VENV) the SDK's OTLP exporter (the [phoenix] extra) that sends the lessons' spans to it;
+# `make phoenix` starts it on 127.0.0.1:6006 (Ctrl-C stops it).
+.PHONY: phoenix phoenix-env
+phoenix-env: $(STAMP)
+	$(PY) -m course phoenix --install-only
+	@$(PY) -c 'import opentelemetry.exporter.otlp.proto.http' 2>/dev/null || \
+		$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[phoenix]"
+
+phoenix: phoenix-env
+	$(PY) -m course phoenix

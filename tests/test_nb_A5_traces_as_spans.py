@@ -1,13 +1,14 @@
 """Appendix A5, an agent run as OpenTelemetry spans, executed: each test reads the values a cell
 displayed (its records, ``run.record``): the weather replay's span tree, the other two note runs,
-the failure read from the spans, the OTLP JSON round trip, and the send cell with nothing
-configured."""
+the failure read from the spans, the OTLP JSON round trip, and the send cell with no Phoenix
+running and nothing configured (tests/test_phoenix.py runs it with a Phoenix)."""
 
 import os
 
 import pytest
 
-from course.agents.spans import ENDPOINT_VARIABLES, otlp_target
+from course.agents.spans import ENDPOINT_VARIABLES
+from course.phoenix import PHOENIX_URL, phoenix_version
 
 NOTEBOOK = "A5_traces_as_spans.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 
@@ -71,13 +72,12 @@ def test_otlp_json_round_trip_keeps_the_spans(run):
     assert "[measured] weather.otlp.json" in run.text("round-trip")
 
 
-def test_nothing_configured_sends_nothing(run):
-    if otlp_target().endpoint is not None:  # the kernel inherits this process's environment
-        pytest.skip(f"an OTLP endpoint is configured here ({otlp_target().why}): the cell sends")
-    assert not any(os.environ.get(name) for name in ENDPOINT_VARIABLES)
-    target = run.record("send")
-    assert (target["endpoint"], target["sent"], target["outcome"]) == (None, 0, "nothing sent")
-    assert target["phoenix_installed"] is False
-    text = run.text("send")
-    assert 'pip install ".[phoenix]"' in text and "OTEL_EXPORTER_OTLP_ENDPOINT" in text
-
+def test_with_no_phoenix_and_no_endpoint_the_send_cell_says_so_in_one_line(run):
+    # the kernel inherits this process's environment and machine
+    if any(os.environ.get(name) for name in ENDPOINT_VARIABLES) or phoenix_version(PHOENIX_URL):
+        pytest.skip("an OTLP endpoint is set or a Phoenix answers here: the cell sends")
+    assert run.shown("send").keys() == {"nothing-sent"}
+    line = run.shown_one("send", "nothing-sent")
+    assert line == (f"no Phoenix answers at {PHOENIX_URL}; start one in a terminal with "
+                    "`python -m course phoenix`")
+    assert run.text("send") == f"nothing sent: {line}\n"
