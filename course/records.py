@@ -151,7 +151,7 @@ def show(*parts: Any, key: str, value: Any = _LAST, sep: str = " ") -> None:
     (by default the last part) under ``key`` as a :class:`Shown` record, which a test or a grader
     reads instead of matching the words::
 
-        show("allowed:", registry.call("get_weather", city="Berlin"), key="allowed")
+        show("allowed:", door.execute("get_weather", {"city": "Berlin"}), key="allowed")
 
     shows ``allowed: Berlin: 9 °C, rain`` and records ``{"shown": "allowed", "value": "Berlin:
     9 °C, rain"}``. Outside a notebook it prints the line. Returns nothing, like ``print`` (a cell

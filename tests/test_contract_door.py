@@ -1,8 +1,9 @@
-"""Contract cases of the tool door (course/tools/): nothing waits without a bound (a blocking
-confirm callback, a blocking policy rule, a tool registered without a timeout), a look-alike tool
-name is refused naming both, and a bad configuration file or subject is a clear error naming the
-file or argument and the fix. Table tests; every blocking case is bounded to a fraction of a second,
-so the file ends in seconds."""
+"""Contract cases of the tool door (course/tools/): what the gateway adds never waits without a
+bound (a blocking confirm callback, a blocking policy rule), nor does a tool that declared a
+timeout; a tool name with a letter from another alphabet, or equal to a registered one but for
+case, is refused; and a bad configuration file or subject is a clear error naming the file or
+argument and the fix. Table tests; every blocking case is bounded to a fraction of a second, so
+the file ends in seconds."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from collections.abc import Mapping
 import pytest
 
 from course.tools import gateway as gateway_module
-from course.tools import registry as registry_module
 from course.tools.gateway import CONFIRM_TIMEOUT, POLICY_TIMEOUT, Policy, ToolGateway
-from course.tools.registry import DEFAULT_TOOL_TIMEOUT, ToolRegistry
+from course.tools.registry import ToolRegistry
 
 RELEASE = threading.Event()  # set at the end, so the blocked worker threads finish
 
@@ -77,26 +77,22 @@ def _blocking_policy(bound):
     return gw, ("get_weather", {"city": "Oslo"}), "vetoed", "POLICY_TIMEOUT"
 
 
-def _tool_without_timeout(bound, monkeypatch):
-    monkeypatch.setattr(registry_module, "DEFAULT_TOOL_TIMEOUT", bound)
+def _tool_with_a_timeout(bound):
     reg = ToolRegistry()
-    reg.register(blocks)  # no timeout=...
-    assert reg.spec("blocks").timeout == bound
+    reg.register(blocks, timeout=bound)
     gw = ToolGateway(reg, {"agent": {"read"}})
     return gw, ("blocks", {"city": "Oslo"}), "timeout", "UNKNOWN"
 
 
 BLOCKING = {"confirm callback": _blocking_confirm, "policy rule": _blocking_policy,
-            "tool registered without a timeout": _tool_without_timeout}
+            "tool registered with a timeout": _tool_with_a_timeout}
 
 
 @pytest.mark.contract("hang")
 @pytest.mark.parametrize("case", BLOCKING)
-def test_a_blocking_callback_or_tool_is_a_result_with_a_status_never_a_hang(case, monkeypatch):
+def test_a_blocking_callback_or_tool_is_a_result_with_a_status_never_a_hang(case):
     bound = 0.3
-    make = BLOCKING[case]
-    args = (bound, monkeypatch) if case.startswith("tool") else (bound,)
-    gw, (tool, arguments), status, says = make(*args)
+    gw, (tool, arguments), status, says = BLOCKING[case](bound)
     start = time.monotonic()
     result = gw.execute(tool, arguments, subject="agent")
     waited = time.monotonic() - start
@@ -110,10 +106,9 @@ def test_a_blocking_callback_or_tool_is_a_result_with_a_status_never_a_hang(case
 @pytest.mark.contract("hang")
 def test_the_bounds_are_named_constants_with_sane_defaults():
     assert 0 < POLICY_TIMEOUT <= 60 and 0 < CONFIRM_TIMEOUT <= 3600
-    assert 0 < DEFAULT_TOOL_TIMEOUT <= 600
     assert ToolRegistry().register(get_weather) is get_weather
     reg = _registry()
-    assert reg.spec("get_weather").timeout == DEFAULT_TOOL_TIMEOUT
+    assert reg.spec("get_weather").timeout is None  # no timeout declared: the tool runs inline
     gw = ToolGateway(reg, {})
     assert (gw.policy_timeout, gw.confirm_timeout) == (POLICY_TIMEOUT, CONFIRM_TIMEOUT)
     assert gateway_module.__all__.count("POLICY_TIMEOUT") == 1
@@ -142,39 +137,37 @@ def test_a_fast_confirm_and_policy_still_work_within_their_deadline():
 
 # ------------------------------------------------------------------ (2) look-alike tool names
 
-CONFUSABLE = {
-    "cyrillic e": "g\u0435t_weather",
-    "cyrillic a and o": "get_we\u0430ther",
-    "fullwidth (NFKC)": "\uff47et_weather",
-    "upper case": "Get_Weather",
-    "greek alpha": "get_we\u03b1ther",
+# (name, the first letter that is not ASCII, as the refusal names it)
+NOT_ASCII = {
+    "cyrillic e, beside get_weather": ("g\u0435t_weather", "U+0435"),
+    "cyrillic a, beside get_weather": ("get_we\u0430ther", "U+0430"),
+    "fullwidth g, beside get_weather": ("\uff47et_weather", "U+FF47"),
+    "greek alpha, beside get_weather": ("get_we\u03b1ther", "U+03B1"),
+    "cyrillic alone": ("\u043f\u043e\u0433\u043e\u0434\u0430", "U+043F"),
+    "accented": ("m\u00e9t\u00e9o", "U+00E9"),
+    "greek": ("\u03ba\u03b1\u03b9\u03c1\u03bf\u03c2", "U+03BA"),
 }
-
-
-@pytest.mark.contract("wrong result")
-@pytest.mark.parametrize("case", CONFUSABLE)
-def test_a_name_confusable_with_a_registered_tool_is_refused_naming_both(case):
-    reg = _registry()
-    name = CONFUSABLE[case]
-    with pytest.raises(ValueError) as err:
-        reg.register(get_weather, name=name)
-    text = str(err.value)
-    assert repr(name) in text and "'get_weather'" in text and "fix" in text
-    assert reg.names() == ["get_weather", "transfer"]
-
-
-NOT_ASCII = {"cyrillic alone": "\u043f\u043e\u0433\u043e\u0434\u0430",
-             "accented": "m\u00e9t\u00e9o", "greek": "\u03ba\u03b1\u03b9\u03c1\u03bf\u03c2"}
 
 
 @pytest.mark.contract("wrong result")
 @pytest.mark.parametrize("case", NOT_ASCII)
 def test_a_name_that_is_not_an_ascii_identifier_is_refused(case):
-    reg = ToolRegistry()
+    reg = _registry()
+    name, letter = NOT_ASCII[case]
     with pytest.raises(ValueError, match="not an ASCII identifier") as err:
-        reg.register(get_weather, name=NOT_ASCII[case])
-    assert "U+" in str(err.value) and "fix" in str(err.value)
-    assert len(reg) == 0
+        reg.register(get_weather, name=name)
+    text = str(err.value)
+    assert repr(name) in text and letter in text and "fix" in text
+    assert reg.names() == ["get_weather", "transfer"]
+
+
+@pytest.mark.contract("wrong result")
+def test_a_name_equal_to_a_registered_one_but_for_case_is_refused_naming_both():
+    reg = _registry()
+    with pytest.raises(ValueError, match="already registered") as err:
+        reg.register(get_weather, name="Get_Weather")
+    assert "'Get_Weather'" in str(err.value) and "'get_weather'" in str(err.value)
+    assert reg.names() == ["get_weather", "transfer"]
 
 
 @pytest.mark.contract("wrong result")
@@ -290,7 +283,8 @@ def test_an_integer_beyond_pythons_digit_limit_is_a_refusal_naming_the_limit(arg
 
 @pytest.mark.contract("wrong result")
 def test_an_integer_within_the_limit_still_runs():
-    result = _registry().execute("transfer", {"amount": 10 ** 20}, confirmed_by="human:dana")
+    reg = _registry()
+    result = reg.run(reg.check("transfer", {"amount": 10 ** 20}), confirmed_by="human:dana")
     assert result.ok and result.content == f"moved {10 ** 20}"
 
 

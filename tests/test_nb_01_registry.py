@@ -104,10 +104,23 @@ def test_a_tools_own_refusal_is_a_result_of_both():
     assert result.status == "refused" and "order O-1 has shipped" in result.content
 
 
-def test_the_package_raises_the_lessons_tool_error():
-    with pytest.raises(ToolError) as refused:
-        ToolRegistry().call("nothing")
-    assert type(refused.value) is ToolError and refused.value.status == "unknown_tool"
+def test_the_package_catches_the_lessons_tool_error_with_its_status():
+    from course.tools.registry import ToolError as PackageToolError
+
+    def lookup(order_id: str) -> str:
+        """Look an order up.
+
+        Args:
+            order_id: Order id.
+        """
+        raise ToolError(f"order {order_id} is not ours")
+
+    package = ToolRegistry()
+    package.register(lookup)
+    result = package.execute("lookup", {"order_id": "X-1"})
+    assert PackageToolError is ToolError and type(result.exception) is ToolError
+    assert result.status == "refused" and result.content == (
+        "Tool 'lookup' refused the request: order X-1 is not ours")
 
 
 def test_the_notes_registry_checks_the_name_only():

@@ -2,7 +2,7 @@
 is run by the registry, and a LangGraph tool message carries the door's verdict.
 
 The door's log here is every call the registry runs (``ToolRegistry.run``: what ``execute`` and
-the gateway run once a call is admitted). A run passes when the tools' own records of what they
+the gateway run once ``ToolRegistry.check`` let a call through). A run passes when the tools' own records of what they
 did (the offline tools' ``calls``, the warehouse's writes, the injection lab's side effects)
 match that log one for one: no tool ran beside the door.
 """
@@ -34,7 +34,7 @@ from course.tools.calls import ToolCall
 from course.tools.examples import get_weather
 from course.tools.for_libraries import langchain_tool, langchain_tools, tool_message
 from course.tools.gateway import ToolGateway
-from course.tools.registry import ToolRegistry, ToolResult, ToolStatus
+from course.tools.registry import CheckedCall, ToolRegistry, ToolResult, ToolStatus
 
 TASK = "What is the current weather in Paris?"
 
@@ -45,9 +45,10 @@ def door(monkeypatch):
     ran: list[str] = []
     run = ToolRegistry.run
 
-    def spy(self, spec, arguments, **kwargs):
-        ran.append(spec.name)
-        return run(self, spec, arguments, **kwargs)
+    def spy(self, checked, **kwargs):
+        if isinstance(checked, CheckedCall):  # a refusal from check is handed back, not run
+            ran.append(checked.tool)
+        return run(self, checked, **kwargs)
 
     monkeypatch.setattr(ToolRegistry, "run", spy)
     return ran

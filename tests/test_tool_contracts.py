@@ -99,6 +99,26 @@ def test_a_timed_out_tool_does_not_block_the_caller(registry):
     assert any(t.name == "tool-hangs" for t in threading.enumerate())  # still running: we say so
 
 
+def test_a_tool_without_a_timeout_runs_inline_in_the_callers_thread():
+    seen = []
+
+    def where(city: str) -> str:
+        """Which thread runs the tool.
+
+        Args:
+            city: a city
+        """
+        seen.append(threading.current_thread())
+        return city
+
+    reg = ToolRegistry()
+    reg.register(where)
+    reg.register(where, name="where_bounded", timeout=5)
+    assert reg.spec("where").timeout is None and reg.execute("where", {"city": "Oslo"}).ok
+    assert reg.execute("where_bounded", {"city": "Oslo"}).ok
+    assert seen[0] is threading.current_thread() and seen[1].name == "tool-where_bounded"
+
+
 REGISTER_TABLE = [
     (dict(fn=get_weather, name=123), TypeError, "must be a string"),
     (dict(fn=get_weather, name="has space"), ValueError, "not a Python identifier"),
@@ -177,7 +197,7 @@ def test_bare_registry_still_refuses_critical_calls_without_a_confirmer():
     reg = ToolRegistry()
     reg.register(get_weather, risk="critical")
     assert reg.execute("get_weather", {"city": "Paris"}).status == "confirmation_unavailable"
-    assert reg.execute("get_weather", {"city": "Paris"}, confirmed_by="human:dana").ok
+    assert reg.run(reg.check("get_weather", {"city": "Paris"}), confirmed_by="human:dana").ok
 
 
 def test_langchain_tool_goes_through_a_registry():

@@ -7,7 +7,7 @@ import pytest
 
 from course.tools.for_libraries import langchain_tools, smolagents_tools
 from course.tools.gateway import ToolGateway
-from course.tools.registry import REFUSALS, ToolError, ToolRegistry, ToolResult
+from course.tools.registry import REFUSALS, CheckedCall, ToolError, ToolRegistry, ToolResult
 
 
 def get_weather(city: str, units: Literal["metric", "imperial"] = "metric") -> str:
@@ -96,7 +96,9 @@ def test_schema_comes_from_the_typed_function(registry):
 
 
 def test_valid_call_runs(registry):
-    assert registry.call("get_weather", city="Berlin") == "Berlin: 14 degrees (metric)"
+    checked = registry.check("get_weather", {"city": "Berlin"})
+    assert isinstance(checked, CheckedCall) and checked.arguments == {"city": "Berlin"}
+    assert registry.run(checked).value == "Berlin: 14 degrees (metric)"
     result = registry.execute("get_weather", {"city": "Berlin", "units": "metric"})
     assert result.ok and result.status == "ok" and "Berlin" in result.content
     assert result.as_message("call_1") == {"role": "tool", "name": "get_weather",
@@ -108,9 +110,9 @@ def test_unknown_tool_is_refused_and_named(registry):
     assert result.status == "unknown_tool" and not result.ok
     assert "'get_wether' does not exist" in result.content and "get_weather" in result.content
     assert "debug_dump" not in result.content  # the disabled tool is not advertised
-    with pytest.raises(ToolError) as err:
-        registry.call("get_wether", city="Berlin")
-    assert err.value.status == "unknown_tool"
+    refusal = registry.check("get_wether", {"city": "Berlin"})  # a result, never an exception
+    assert isinstance(refusal, ToolResult) and refusal.content == result.content
+    assert registry.run(refusal) is refusal  # run hands a refusal back as it is
 
 
 def test_disabled_tool_is_registered_but_unreachable(registry):
@@ -125,7 +127,7 @@ def test_configuration_switches_tools_without_code(registry, tmp_path):
     path = tmp_path / "tools.json"
     path.write_text(json.dumps({"enabled": ["get_weather", "debug_dump"]}))
     registry.configure(path)
-    assert registry.call("debug_dump") == "secrets"
+    assert registry.execute("debug_dump", {}).content == "secrets"
     assert registry.execute("divide", {"a": 1, "b": 2}).status == "not_allowed"
     with pytest.raises(KeyError, match="no_such_tool"):
         registry.configure({"enabled": ["no_such_tool"]})
@@ -167,8 +169,6 @@ def test_tool_refusal_vs_bug(registry):
     bug = registry.execute("divide", {"a": 1, "b": 0})
     assert bug.is_bug and isinstance(bug.exception, ZeroDivisionError)
     assert "ZeroDivisionError" in bug.content and "'divide'" in bug.content
-    with pytest.raises(ZeroDivisionError):  # call() lets the bug surface
-        registry.call("divide", a=1, b=0)
 
 
 def test_none_is_reported_not_silent(registry):

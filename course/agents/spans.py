@@ -296,11 +296,10 @@ def _wrap_course_models(smol: Any) -> None:
 def _wrap_doors() -> None:
     """Wrap the door's steps so that a TOOL span learns the door's verdict.
 
-    The steps are the methods a call looks up when it is made (the registry's ``admit`` and
-    ``run``, the gateway's ``_record`` of every outcome), so tools made before :func:`instrument`
-    report their verdicts too; ``execute`` is wrapped as well, for the calls it refuses before
-    ``admit`` (arguments it cannot read). The last verdict of a call is the one its span keeps:
-    the gateway's, after the registry's."""
+    The steps are the methods a call looks up when it is made (the registry's ``check``, which
+    returns a refusal, and ``run``; the gateway's ``_record`` of every outcome), so tools made
+    before :func:`instrument` report their verdicts too. The last verdict of a call is the one
+    its span keeps: the gateway's, after the registry's."""
     if _WRAPPED_DOORS:
         return
     from wrapt import FunctionWrapper
@@ -308,8 +307,8 @@ def _wrap_doors() -> None:
     from course.tools.gateway import ToolGateway
     from course.tools.registry import ToolRegistry
 
-    for owner, name in ((ToolRegistry, "execute"), (ToolRegistry, "admit"),
-                        (ToolRegistry, "run"), (ToolGateway, "_record")):
+    for owner, name in ((ToolRegistry, "check"), (ToolRegistry, "run"),
+                        (ToolGateway, "_record")):
         original = owner.__dict__[name]
         _WRAPPED_DOORS.append((owner, name, original))
         setattr(owner, name, FunctionWrapper(original, _door_wrapper))

@@ -187,7 +187,7 @@ def _needs_human(registry: Any, name: str, arguments: Any) -> bool:
     """
     if name not in registry or not registry.spec(name).requires_confirmation:
         return False
-    return not isinstance(registry.admit(name, arguments), ToolResult)
+    return not isinstance(registry.check(name, arguments), ToolResult)
 
 
 def ask_approval(call: dict, risk: str, description: str, subject: str) -> ApprovalDecision:

@@ -204,7 +204,7 @@ def scripted_models(hand_off: HandOff = "structured") -> dict[str, ScriptedPolic
 def propose_tool(specialist: Specialist, box: list[Proposal]) -> Tool:
     """``propose(tool, arguments, reason)``: records an action in the specialist's area, runs nothing.
 
-    The door checks the tool and its arguments (:meth:`ToolRegistry.admit`) without running
+    The door checks the tool and its arguments (:meth:`ToolRegistry.check`) without running
     it; a refusal (another specialist's tool, a wrong argument) comes back as text.
     """
 
@@ -218,10 +218,10 @@ def propose_tool(specialist: Specialist, box: list[Proposal]) -> Tool:
         output_type = "string"
 
         def forward(self, tool: str, arguments: dict, reason: str | None = None) -> str:
-            checked = specialist.registry.admit(tool, arguments)
+            checked = specialist.registry.check(tool, arguments)
             if isinstance(checked, ToolResult):
                 return f"nothing proposed: {checked.content}"
-            box.append(Proposal(specialist.name, tool, dict(arguments), checked.risk,
+            box.append(Proposal(specialist.name, tool, checked.arguments, checked.spec.risk,
                                 reason or ""))
             return f"proposal {len(box)} recorded: {tool}({arguments}); it was not run"
 

@@ -1,17 +1,17 @@
 """The registry's tools as LangChain and smolagents tool objects, each going through the door.
 
 Frameworks want their own tool objects: a LangGraph ``ToolNode`` takes LangChain
-``StructuredTool``s, a smolagents agent takes ``smolagents.Tool``s. The functions here build them
+tools (``BaseTool``), a smolagents agent takes ``smolagents.Tool``s. The functions here build them
 from a :class:`~course.tools.registry.ToolRegistry` so that every call still passes the one door
 (allowlist, schema, refusal text) or whatever ``executor`` you give (e.g. a gateway's
 ``execute`` with a subject bound). A framework therefore receives refusal text as the tool's
 output, never an exception, and the door's verdict travels with it:
 
-- a LangChain tool answers with content *and* artifact (``response_format=
-  "content_and_artifact"``): the ``ToolMessage`` a ``ToolNode`` appends holds the
-  :class:`~course.tools.registry.ToolResult` as its ``artifact``, and ``status="error"`` when the
-  call did not succeed (a refusal, a bug, a timeout), so code after the graph reads the verdict,
-  not the wording of the refusal;
+- a LangChain tool answers a model's tool call with the ``ToolMessage`` built from the door's
+  :class:`~course.tools.registry.ToolResult` (:func:`tool_message`): the model reads its
+  ``content``, its ``artifact`` is the result, and its ``status`` is ``"error"`` when the call did
+  not succeed (a refusal, a bug, a timeout), so code after the graph (a ``ToolNode``'s caller)
+  reads the verdict, not the wording of the refusal;
 - a smolagents tool returns the refusal text to the agent's code, and a bug (the tool raised)
   raises the tool's own exception again, so smolagents reports it as that step's error, as it
   does for any tool. A registered smolagents ``Tool`` keeps its inputs, output type and
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool
 
 from course.tools.registry import ToolRegistry, ToolResult, ToolStatus, as_registry
 
@@ -57,47 +57,47 @@ def tool_message(result: ToolResult, tool_call_id: str, name: str | None = None)
                        artifact=result, status=_message_status(result))
 
 
-class _LangChainDoorTool(StructuredTool):
-    """A LangChain tool on the door: its message carries the result and the door's verdict."""
+class _LangChainDoorTool(BaseTool):
+    """A registry tool as a LangChain tool: a model's tool call gets the ``ToolMessage`` built
+    from the door's result (:func:`tool_message`), so the message carries the verdict as made.
 
-    def _verdict(self, output: Any) -> Any:
-        if isinstance(output, ToolMessage) and isinstance(output.artifact, ToolResult):
-            output.status = _message_status(output.artifact)
-        return output
+    LangChain hands a tool's ``_run`` only the arguments; the call's id, which the message needs,
+    is passed on by ``_to_args_and_kwargs`` (the step LangChain's own single-input ``Tool``
+    overrides). Invoked with plain arguments (no tool call, no id), it returns the text.
+    """
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        return self._verdict(super().run(*args, **kwargs))
+    door: Executor
 
-    async def arun(self, *args: Any, **kwargs: Any) -> Any:
-        return self._verdict(await super().arun(*args, **kwargs))
+    def _to_args_and_kwargs(self, tool_input: str | dict[str, Any], tool_call_id: str | None
+                            ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        _, arguments = super()._to_args_and_kwargs(tool_input, tool_call_id)
+        return (), {"arguments": arguments, "tool_call_id": tool_call_id}
+
+    def _run(self, arguments: dict[str, Any], tool_call_id: str | None) -> ToolMessage | str:
+        result = self.door(self.name, arguments)
+        if tool_call_id is None:
+            return result.content
+        return tool_message(result, tool_call_id, self.name)
 
 
 def langchain_tools(registry: ToolRegistry, names: Iterable[str] | None = None,
-                    executor: Executor | None = None) -> list[StructuredTool]:
+                    executor: Executor | None = None) -> list[BaseTool]:
     """The allowed tools (or the allowed ones among ``names``) as LangChain tools on the door.
 
-    Each tool's function returns ``(result.content, result)`` for ``result = executor(name,
-    arguments)`` (default ``registry.execute``): the model reads the content (the refusal text,
-    never an exception); the ``ToolMessage`` keeps the result as its artifact, with
-    ``status="error"`` unless the call succeeded.
+    Each call goes through ``executor(name, arguments)`` (default ``registry.execute``); a
+    model's tool call (what a ``ToolNode`` makes) gets the :func:`tool_message` of the result:
+    the content the model reads (the refusal text, never an exception), the result as its
+    artifact, ``status="error"`` unless the call succeeded.
     """
-    run = executor or registry.execute
-    tools: list[StructuredTool] = []
-    for schema in registry.schemas(names):
-        function = schema["function"]
-
-        def call(_name: str = function["name"], **arguments: Any) -> tuple[str, ToolResult]:
-            result = run(_name, arguments)
-            return result.content, result
-
-        tools.append(_LangChainDoorTool(name=function["name"], description=function["description"],
-                                        args_schema=function["parameters"], func=call,
-                                        response_format="content_and_artifact"))
-    return tools
+    door = executor or registry.execute
+    return [_LangChainDoorTool(name=schema["function"]["name"],
+                               description=schema["function"]["description"],
+                               args_schema=schema["function"]["parameters"], door=door)
+            for schema in registry.schemas(names)]
 
 
 def langchain_tool(tool: Any, registry: ToolRegistry | None = None, **register_options: Any
-                   ) -> StructuredTool:
+                   ) -> BaseTool:
     """Register ``tool`` (a typed function or a smolagents ``Tool``) and return it for LangChain.
 
     ``registry`` defaults to a new one holding just this tool; ``register_options`` go to

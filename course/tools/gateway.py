@@ -1,14 +1,16 @@
 """The gateway: the registry's door with a subject, risk classes, vetoes, confirmation and audit.
 
-:class:`ToolGateway` sits in front of a :class:`~course.tools.registry.ToolRegistry` and adds what a
+:class:`ToolGateway` holds a :class:`~course.tools.registry.ToolRegistry` and adds what a
 bare registry cannot know: **who** asks (a subject, granted risk classes ``read`` / ``write`` /
 ``critical``), deterministic **vetoes** (a :class:`Policy` is code that forbids a proposed call,
 e.g. an amount over a limit; the refusal goes back as a result), **confirmation** of critical
 calls by a human (held as a :class:`ConfirmationRequest` until approved or denied, or asked at
-once through a ``confirm`` callback) and an :class:`AuditRecord` for every decision. The door
-checks each call once: ``registry.admit`` before the gateway's own checks, ``registry.run`` after
-them. An approved call goes through the door again (``execute`` with ``confirmed_by``), since
-the allowlist may have changed while it waited for a human.
+once through a ``confirm`` callback) and an :class:`AuditRecord` for every decision. It stands
+between the door's two steps: ``registry.check`` first, then the gateway's own checks, then
+``registry.run``, so the door checks each call once. An approved call is checked again before it
+runs (``run`` with ``confirmed_by``), since the allowlist may have changed while it waited.
+Policy rules and ``confirm`` callbacks run in a worker thread with a deadline each; the tool
+itself runs as the registry runs it.
 
 Not handled: authentication of the subject (the caller states it; the gateway trusts the
 caller), persistence of the audit log beyond memory (``AuditLog.to_jsonl`` writes it out),
@@ -28,15 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from course.records import Record, json_safe
-from course.tools.registry import (
-    REFUSALS,
-    RISK_CLASSES,
-    ToolRegistry,
-    ToolResult,
-    ToolStatus,
-    _arguments_record,
-    _read_arguments,
-)
+from course.tools.registry import REFUSALS, RISK_CLASSES, ToolRegistry, ToolResult, ToolStatus
 
 __all__ = ["CONFIRM_TIMEOUT", "POLICY_TIMEOUT", "AuditLog", "AuditRecord",
            "ConfirmationRequest", "Policy", "ToolGateway"]
@@ -268,11 +262,11 @@ class ToolGateway:
     :meth:`execute` asks at once; a callback that raises counts as a denial (the request does
     not stay pending) and the audit says why.
 
-    Never a hang: a policy rule gets ``policy_timeout`` seconds (default
-    :data:`POLICY_TIMEOUT`; one still running then vetoes the call), a ``confirm`` callback gets
-    ``confirm_timeout`` seconds (default :data:`CONFIRM_TIMEOUT`; no answer by then is a denial
-    that says so), and every tool has a timeout in the registry
-    (:data:`~course.tools.registry.DEFAULT_TOOL_TIMEOUT` when registered without one).
+    Nothing the gateway adds waits without a bound: a policy rule gets ``policy_timeout``
+    seconds (default :data:`POLICY_TIMEOUT`; one still running then vetoes the call), a
+    ``confirm`` callback gets ``confirm_timeout`` seconds (default :data:`CONFIRM_TIMEOUT`; no
+    answer by then is a denial that says so). The tool runs as the registry runs it: inline, or
+    within the ``timeout`` it was registered with.
     ``subject`` must be a string (``"agent:support"``); anything else is a ``TypeError``.
     """
 
@@ -338,7 +332,7 @@ class ToolGateway:
     def execute(self, name: Any, arguments: Any = None, *, subject: str) -> ToolResult:
         """Check the door, the subject's grant, the policies and confirmation; run or refuse.
 
-        The door checks the call once (:meth:`ToolRegistry.admit`); an allowed call then runs
+        The door checks the call once (:meth:`ToolRegistry.check`); an allowed call then runs
         with :meth:`ToolRegistry.run`, without a second check. ``subject`` that is not a
         string (``["agent"]``, say) raises ``TypeError`` naming it: who asks is the caller's
         statement, and a wrong one is a bug in the caller, not a refusal for the model.
@@ -347,13 +341,11 @@ class ToolGateway:
             raise TypeError(f"subject must be a string such as 'agent:support', got "
                             f"{type(subject).__name__} {subject!r}; fix: "
                             f"execute(..., subject={_subject_hint(subject)!r})")
-        arguments, unreadable = _read_arguments(name, arguments)  # read once, never raises
-        args_record = _arguments_record(arguments)
-        admitted = unreadable or self.registry.admit(name, arguments)
-        if isinstance(admitted, ToolResult):
+        checked = self.registry.check(name, arguments)
+        if isinstance(checked, ToolResult):
             risk = self.registry.spec(name).risk if name in self.registry else "?"
-            return self._record(subject, admitted.tool, risk, args_record, "refused", admitted)
-        spec = admitted
+            return self._record(subject, checked.tool, risk, checked.arguments, "refused", checked)
+        spec, args_record = checked.spec, checked.arguments
         if spec.risk not in self.grants.get(subject, set()):
             message = REFUSALS[ToolStatus.SUBJECT_NOT_PERMITTED].format(
                 subject=subject, risk=spec.risk, tool=name)
@@ -373,7 +365,7 @@ class ToolGateway:
                 result = ToolResult(name, args_record, ToolStatus.VETOED, message)
                 return self._record(subject, name, spec.risk, args_record, "vetoed", result)
         if not spec.requires_confirmation:
-            result = self.registry.run(spec, args_record)
+            result = self.registry.run(checked)
             return self._record(subject, name, spec.risk, args_record, "allowed", result)
         request = ConfirmationRequest(f"c{next(_request_ids)}", subject, name,
                                       args_record, spec.risk)
@@ -406,8 +398,8 @@ class ToolGateway:
     def approve(self, request_id: str, approver: str) -> ToolResult:
         """A human approves a pending request: the call goes through the door now, audited."""
         request = self._take(request_id)
-        result = self.registry.execute(request.tool, request.arguments,
-                                       confirmed_by=approver or "human")
+        result = self.registry.run(self.registry.check(request.tool, request.arguments),
+                                   confirmed_by=approver or "human")
         return self._record(request.subject, request.tool, request.risk, request.arguments,
                             "confirmed", result, approver)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from course.records import Record
 from course.tools.calls import ToolCall
-from course.tools.registry import ToolError, ToolRegistry
+from course.tools.registry import ToolRegistry, ToolResult
 
 __all__ = ["CALL_CLOSE", "CALL_OPEN", "CHAT_ROLES", "ParsedOutput", "ValidityCount", "call_text",
            "count_validity", "json_calls", "parse_model_output", "render_tool_prompt",
@@ -206,11 +206,8 @@ def validity(parsed: ParsedOutput, registry: ToolRegistry) -> str:
     """
     if parsed.kind != "call":
         return parsed.kind
-    try:
-        registry.check(parsed.name, parsed.arguments)
-    except ToolError as err:
-        return f"invalid: {err.status}"
-    return "valid"
+    verdict = registry.check(parsed.name, parsed.arguments)
+    return f"invalid: {verdict.status}" if isinstance(verdict, ToolResult) else "valid"
 
 
 @dataclass

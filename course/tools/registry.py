@@ -9,22 +9,27 @@ records it switched off); the allowlist (``allow`` / ``disallow`` / ``configure`
 it may run, so configuration can switch a tool on without touching its code. It is an allowlist,
 never a denylist: a name that is not on it is refused, whatever it is.
 
-Arguments are validated with ``jsonschema`` against the tool's JSON Schema (generated from the
-typed Python function by LangChain's ``convert_to_openai_tool``, or taken from a smolagents
-``Tool``; ``additionalProperties: false`` added) and against a size limit, BEFORE execution.
-:class:`ToolError` means "the tool refused"; any other exception from a tool is a bug in our code:
-``call`` lets it propagate, ``execute`` (what loops use) returns it as ``status="bug"`` with the
-exception kept. ``execute`` never raises, whatever the caller passes. Every refusal is a text
-written for the model that names what was blocked (:data:`REFUSALS`); a tool that returns ``None``
-is reported as "returned no data", never as silence. A tool that requires confirmation is refused
-by the bare registry: only a caller that asked a human (the gateway,
-:mod:`course.tools.gateway`) passes ``confirmed_by``.
+A call goes through the door in two steps. ``check(name, arguments)`` is everything before
+execution: the allowlist, and the arguments validated with ``jsonschema`` against the tool's
+JSON Schema (generated from the typed Python function by LangChain's ``convert_to_openai_tool``,
+or taken from a smolagents ``Tool``; ``additionalProperties: false`` added) and against a size
+limit. It returns a :class:`CheckedCall`, or the refusal as a :class:`ToolResult`; it never
+raises. ``run(checked)`` executes what passed and returns its :class:`ToolResult`: the value;
+``status="refused"`` when the tool raised :class:`ToolError` (the tool refused); ``status="bug"``,
+the exception kept, when it raised anything else. A caller can add checks of its own between the
+two steps (the gateway, :mod:`course.tools.gateway`); ``execute`` is check-then-run for the
+callers that add nothing. Every refusal is a text written for the model that names what was
+blocked (:data:`REFUSALS`); a tool that returns ``None`` is reported as "returned no data", never
+as silence. A tool that requires confirmation is refused by ``run`` unless the caller passes
+``confirmed_by``, who confirmed it: only a caller that asked a human (the gateway) does.
+
+A tool runs inline, in the caller's thread. A tool registered with ``timeout=`` runs in a worker
+thread that the caller waits for at most that long; past it the model is told the outcome is
+unknown, and the tool keeps running in the background (Python cannot stop a thread).
 
 Not handled here: who is asking and risk grants, holding a call for a human and the audit log
 (:mod:`course.tools.gateway`); LangChain / smolagents objects (:mod:`course.tools.for_libraries`);
-asynchronous tools; sandboxing what a tool does once it runs. A per-tool ``timeout`` stops the
-*caller's* wait, not the tool: a thread that overran keeps running in the background, and the
-model is told the outcome is unknown.
+asynchronous tools; sandboxing what a tool does once it runs; stopping a tool that overran.
 """
 
 from __future__ import annotations
@@ -32,10 +37,8 @@ from __future__ import annotations
 import contextvars
 import inspect
 import json
-import re
 import sys
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -44,13 +47,11 @@ from typing import Any
 
 from course.tools.door import ToolError
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "REFUSALS", "RISK_CLASSES", "ToolError", "ToolRegistry", "ToolResult", "ToolSpec",
-           "ToolStatus", "as_registry"]
+__all__ = ["REFUSALS", "RISK_CLASSES", "CheckedCall", "ToolError", "ToolRegistry", "ToolResult",
+           "ToolSpec", "ToolStatus", "as_registry"]
 
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000
-#: The wait for a tool registered without ``timeout=``: no call through the door waits unbounded.
-DEFAULT_TOOL_TIMEOUT = 30.0
 _MAX_DEPTH = 64  # deeper arguments are refused before jsonschema (which recurses) sees them
 
 class ToolStatus(StrEnum):
@@ -144,7 +145,8 @@ REFUSALS: dict[ToolStatus, str] = {
 
 @dataclass
 class ToolSpec:
-    """One registered tool: the function, its JSON Schema and its risk class."""
+    """One registered tool: the function, its JSON Schema, its risk class and, when it declared
+    one, its ``timeout`` (seconds; ``None``: it runs inline, in the caller's thread)."""
 
     name: str
     fn: Callable[..., Any]
@@ -173,7 +175,7 @@ class ToolResult:
 
     ``status`` is a :class:`ToolStatus` (kept as its plain text value, so that a result in a
     LangGraph checkpoint stays plain data); ``content`` is what the model reads. The LangChain
-    library tools (course.tools.for_libraries) hand the whole result to the framework as the tool message's artifact.
+    tools of :mod:`course.tools.for_libraries` put the whole result in the tool message.
     """
 
     tool: str
@@ -224,6 +226,23 @@ class ToolResult:
 
     def __str__(self) -> str:
         return self.content
+
+
+@dataclass(frozen=True)
+class CheckedCall:
+    """A call the door's check let through: the tool and the arguments as read, ready to run.
+
+    :meth:`ToolRegistry.run` executes exactly these arguments, so what the door checked is what
+    runs (a caller's mapping is read once, into a plain dict).
+    """
+
+    spec: ToolSpec
+    arguments: dict[str, Any]
+
+    @property
+    def tool(self) -> str:
+        """The tool's registered name."""
+        return self.spec.name
 
 
 def _to_content(value: Any) -> str:
@@ -381,12 +400,12 @@ class ToolRegistry:
 
         ``schema`` (JSON Schema of the parameters) overrides the generated one. ``allowed=False``
         records the tool switched off (configuration can enable it later).
-        ``requires_confirmation`` defaults to True for ``risk="critical"``. ``timeout`` (seconds)
-        bounds how long :meth:`execute` waits for the tool (default
-        :data:`DEFAULT_TOOL_TIMEOUT`: no tool is waited for without a bound). Returns ``fn``. A
-        name must be an ASCII Python identifier (what every adapter needs), so a lambda needs
-        ``name=...``; a name confusable with a registered one (``gеt_weather`` with a Cyrillic
-        ``е`` beside ``get_weather``, or equal after NFKC / case folding) is refused, naming both.
+        ``requires_confirmation`` defaults to True for ``risk="critical"``. Without ``timeout``
+        the tool runs inline, in the caller's thread; with it (seconds) the tool runs in a worker
+        thread and :meth:`run` waits at most that long. Returns ``fn``. A name must be an ASCII
+        Python identifier (what every framework's tool needs; a letter from another alphabet,
+        such as a Cyrillic ``е`` in ``gеt_weather``, could pass for a registered tool's), so a
+        lambda needs ``name=...``; a name equal to a registered one but for case is refused too.
         """
         if fn is None:
             return lambda f: self.register(
@@ -413,22 +432,17 @@ class ToolRegistry:
         if not isinstance(tool_name, str) or not tool_name.isidentifier():
             raise ValueError(f"tool name {tool_name!r} is not a Python identifier; "
                              "fix: register(fn, name='a_name')")
-        if tool_name in self._tools:
-            raise ValueError(f"a tool named {tool_name!r} is already registered")
-        twin = next((n for n in self._tools if _skeleton(n) == _skeleton(tool_name)), None)
+        if not tool_name.isascii():
+            letter = next(c for c in tool_name if not c.isascii())
+            raise ValueError(
+                f"tool name {tool_name!r} is not an ASCII identifier ({letter!r} is U+"
+                f"{ord(letter):04X}; a letter from another alphabet can look like a Latin one); "
+                "fix: register(fn, name='an_ascii_name')")
+        twin = next((n for n in self._tools if n.lower() == tool_name.lower()), None)
         if twin is not None:
-            raise ValueError(
-                f"tool name {tool_name!r} ({_codepoints(tool_name)}) is confusable with the "
-                f"registered tool {twin!r} ({_codepoints(twin)}): a model or a reader cannot "
-                "tell them apart; fix: give it a distinct ASCII name, e.g. "
-                "register(fn, name='a_name')")
-        if not _ASCII_NAME.fullmatch(tool_name):
-            raise ValueError(
-                f"tool name {tool_name!r} ({_codepoints(tool_name)}) is not an ASCII identifier "
-                "(letters a-z, A-Z, digits and _): a look-alike letter from another alphabet "
-                "would pass for another tool; fix: register(fn, name='an_ascii_name')")
-        if timeout is None:
-            timeout = DEFAULT_TOOL_TIMEOUT
+            case = "" if twin == tool_name else f" ({tool_name!r} differs from it only in case)"
+            raise ValueError(f"a tool named {twin!r} is already registered{case}; "
+                             "fix: register(fn, name='another_name')")
         self._tools[tool_name] = ToolSpec(
             name=tool_name,
             fn=fn,
@@ -525,111 +539,86 @@ class ToolRegistry:
         return len(self._tools)
 
     # -- the door ----------------------------------------------------------------------
-    def check(self, name: Any, arguments: Any) -> ToolSpec:
-        """Everything that happens before execution; raises :class:`ToolError` on refusal."""
-        if not isinstance(name, str) or name not in self._tools:
-            available = ", ".join(self.allowed_names()) or "(none)"
-            shown = name if isinstance(name, str) else repr(name)[:80]
-            raise ToolError(
-                REFUSALS[ToolStatus.UNKNOWN_TOOL].format(tool=shown, available=available),
-                ToolStatus.UNKNOWN_TOOL, shown)
-        if name not in self.allowlist:
-            raise ToolError(REFUSALS[ToolStatus.NOT_ALLOWED].format(tool=name),
-                            ToolStatus.NOT_ALLOWED, name)
-        spec = self._tools[name]
-        if _depth(arguments) > _MAX_DEPTH:
-            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
-                tool=name, problems=f"arguments nested deeper than {_MAX_DEPTH} levels"),
-                ToolStatus.INVALID_ARGUMENTS, name)
-        huge = _huge_integer(arguments)
-        if huge is not None:
-            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
-                tool=name, problems=f"'{huge}' is an integer of more than "
-                f"{sys.get_int_max_str_digits()} digits, Python's limit for an integer as text "
-                "(sys.get_int_max_str_digits()); send a smaller number, or the digits as a "
-                "string"), ToolStatus.INVALID_ARGUMENTS, name)
-        size = len(_to_content(arguments))
-        if size > spec.max_argument_chars:
-            raise ToolError(REFUSALS[ToolStatus.OVERSIZED_ARGUMENTS].format(
-                tool=name, size=size, limit=spec.max_argument_chars),
-                ToolStatus.OVERSIZED_ARGUMENTS, name)
-        problems = _argument_problems(spec.parameters, arguments)
-        if problems:
-            raise ToolError(REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
-                tool=name, problems="; ".join(problems)), ToolStatus.INVALID_ARGUMENTS, name)
-        return spec
+    def check(self, name: Any, arguments: Any = None) -> CheckedCall | ToolResult:
+        """Everything that happens before execution: the call, checked, or its refusal.
 
-    def call(self, name: str, **arguments: Any) -> Any:
-        """Check, then run the tool and return its value.
-
-        Raises :class:`ToolError` for refusals; any other exception from the tool is a bug and
-        propagates unchanged.
-        """
-        spec = self.check(name, arguments)
-        if spec.requires_confirmation:
-            raise ToolError(REFUSALS[ToolStatus.CONFIRMATION_UNAVAILABLE].format(
-                tool=name, risk=spec.risk), ToolStatus.CONFIRMATION_UNAVAILABLE, name)
-        return spec.fn(**arguments)
-
-    def admit(self, name: Any, arguments: Any = None) -> ToolSpec | ToolResult:
-        """The door's check as a value (never raises): the tool's spec, or the refusal.
-
-        What :meth:`execute` does before running anything, for a caller that adds checks of its
-        own between the door and the run (the gateway): it then runs the call with
-        :meth:`run`, and the door checks each call once.
+        Returns a :class:`CheckedCall` for :meth:`run`, or a :class:`ToolResult` whose text
+        tells the model what was refused (an unknown or switched-off tool, arguments that are
+        unreadable, too deep, too large or against the schema). Never raises, whatever the
+        caller passes.
         """
         arguments, unreadable = _read_arguments(name, arguments)
         if unreadable is not None:
             return unreadable
+        tool = name if isinstance(name, str) else repr(name)[:80]
+        record = _arguments_record(arguments)
         try:
-            return self.check(name, arguments)
-        except ToolError as err:
-            tool = name if isinstance(name, str) else repr(name)[:80]
-            return ToolResult(err.tool or tool, _arguments_record(arguments), err.status,
-                              str(err), exception=err)
+            refusal = self._refusal(name, arguments)
         except Exception as err:  # a validator failure on a hostile schema/argument: a bug
-            return _bug(name if isinstance(name, str) else repr(name)[:80],
-                        _arguments_record(arguments), err)
+            return _bug(tool, record, err)
+        if refusal is not None:
+            status, message = refusal
+            return ToolResult(tool, record, status, message)
+        return CheckedCall(self._tools[name], record)
 
-    def run(self, spec: ToolSpec, arguments: dict[str, Any], *,
-            confirmed_by: str = "") -> ToolResult:
-        """Run a call :meth:`admit` let through; every outcome becomes a :class:`ToolResult`.
+    def _refusal(self, name: Any, arguments: Any) -> tuple[ToolStatus, str] | None:
+        """Why the door refuses this call (its status and its text for the model), or None."""
+        if not isinstance(name, str) or name not in self._tools:
+            available = ", ".join(self.allowed_names()) or "(none)"
+            shown = name if isinstance(name, str) else repr(name)[:80]
+            return ToolStatus.UNKNOWN_TOOL, REFUSALS[ToolStatus.UNKNOWN_TOOL].format(
+                tool=shown, available=available)
+        if name not in self.allowlist:
+            return ToolStatus.NOT_ALLOWED, REFUSALS[ToolStatus.NOT_ALLOWED].format(tool=name)
+        spec = self._tools[name]
+        problems: list[str] = []
+        if _depth(arguments) > _MAX_DEPTH:
+            problems = [f"arguments nested deeper than {_MAX_DEPTH} levels"]
+        elif (huge := _huge_integer(arguments)) is not None:
+            problems = [f"'{huge}' is an integer of more than {sys.get_int_max_str_digits()} "
+                        "digits, Python's limit for an integer as text "
+                        "(sys.get_int_max_str_digits()); send a smaller number, or the digits as "
+                        "a string"]
+        elif (size := len(_to_content(arguments))) > spec.max_argument_chars:
+            return ToolStatus.OVERSIZED_ARGUMENTS, REFUSALS[ToolStatus.OVERSIZED_ARGUMENTS].format(
+                tool=name, size=size, limit=spec.max_argument_chars)
+        else:
+            problems = _argument_problems(spec.parameters, arguments)
+        if problems:
+            return ToolStatus.INVALID_ARGUMENTS, REFUSALS[ToolStatus.INVALID_ARGUMENTS].format(
+                tool=name, problems="; ".join(problems))
+        return None
 
-        A tool that requires confirmation runs only with ``confirmed_by`` (who confirmed it);
-        a per-tool ``timeout`` bounds the wait.
+    def run(self, checked: CheckedCall | ToolResult, *, confirmed_by: str = "") -> ToolResult:
+        """Execute a call :meth:`check` let through; every outcome becomes a :class:`ToolResult`.
+
+        A refusal from :meth:`check` is returned as it is, so ``run(check(name, arguments))``
+        is one call through the door. A tool that requires confirmation runs only with
+        ``confirmed_by`` (who confirmed it); a tool registered with ``timeout`` is waited for at
+        most that long, every other tool runs inline.
         """
+        if isinstance(checked, ToolResult):
+            return checked
+        spec, arguments = checked.spec, checked.arguments
         if spec.requires_confirmation and not confirmed_by:
             message = REFUSALS[ToolStatus.CONFIRMATION_UNAVAILABLE].format(
                 tool=spec.name, risk=spec.risk)
             return ToolResult(spec.name, arguments, ToolStatus.CONFIRMATION_UNAVAILABLE, message)
-        timeout = DEFAULT_TOOL_TIMEOUT if spec.timeout is None else spec.timeout
-        box: list[ToolResult] = []
-        context = contextvars.copy_context()  # the tool sees the caller's context variables
-        worker = threading.Thread(target=lambda: box.append(context.run(_run, spec, arguments)),
-                                  name=f"tool-{spec.name}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if not box:
-            return ToolResult(spec.name, arguments, ToolStatus.TIMEOUT, REFUSALS[
-                ToolStatus.TIMEOUT].format(tool=spec.name, timeout=timeout))
-        return box[0]
+        if spec.timeout is None:
+            return _run(spec, arguments)
+        return _run_within(spec.timeout, spec, arguments)
 
-    def execute(self, name: Any, arguments: Any = None, *, confirmed_by: str = "") -> ToolResult:
-        """Run a call through the door and always return a :class:`ToolResult` (never raises).
+    def execute(self, name: Any, arguments: Any = None) -> ToolResult:
+        """:meth:`check`, then :meth:`run`: a call through the door that always returns a result.
 
-        Refusals (including a :class:`ToolError` raised inside the tool) come back with their
-        message for the model; any other exception (``SystemExit`` included) comes back as
-        ``status="bug"`` with the exception in ``result.exception``. A tool that requires
-        confirmation runs only with ``confirmed_by`` (who confirmed it: the gateway passes the
-        human's name after asking); without it the bare registry refuses, since nobody was asked.
+        The one shortcut, for the callers that add nothing between the two steps (the agent
+        loops, the LangChain and smolagents tools, a lesson's cell); a caller that adds checks of
+        its own (the gateway) calls the two steps itself. Never raises: a refusal, a tool's own
+        :class:`ToolError` and a bug (``status="bug"``, the exception in ``result.exception``)
+        all come back as results. A tool that requires confirmation is refused, since nobody was
+        asked.
         """
-        arguments, unreadable = _read_arguments(name, arguments)
-        if unreadable is not None:
-            return unreadable
-        admitted = self.admit(name, arguments)
-        if isinstance(admitted, ToolResult):
-            return admitted
-        return self.run(admitted, _arguments_record(arguments), confirmed_by=confirmed_by)
+        return self.run(self.check(name, arguments))
 
 
 def as_registry(tools: Any) -> ToolRegistry:
@@ -649,34 +638,6 @@ def as_registry(tools: Any) -> ToolRegistry:
         for tool in tools:
             registry.register(tool)
     return registry
-
-
-_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: Letters of other alphabets that look like Latin ones (the usual homoglyphs of names).
-_CONFUSABLES = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
-    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
-    "ɡ": "g", "ο": "o", "α": "a", "ν": "v", "ρ": "p", "τ": "t", "υ": "u", "ι": "i", "κ": "k",
-    "χ": "x", "ε": "e", "ӏ": "l", "Ӏ": "l", "ı": "i",
-    "А": "a", "В": "b", "Е": "e", "К": "k", "М": "m", "Н": "h", "О": "o", "Р": "p", "С": "c",
-    "Т": "t", "Х": "x", "Ѕ": "s", "І": "i", "Ј": "j", "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z",
-    "Η": "h", "Ι": "i", "Κ": "k", "Μ": "m", "Ν": "n", "Ο": "o", "Ρ": "p", "Τ": "t", "Υ": "y",
-    "Χ": "x"})
-
-
-def _skeleton(name: str) -> str:
-    """What a name looks like: NFKC, look-alike letters mapped to Latin, accents and case
-    dropped (``gеt_weather`` with a Cyrillic ``е`` and ``get_weather`` look the same)."""
-    text = unicodedata.normalize("NFKC", name).translate(_CONFUSABLES).casefold()
-    text = "".join(c for c in unicodedata.normalize("NFKD", text)
-                   if not unicodedata.combining(c))
-    return text
-
-
-def _codepoints(name: str) -> str:
-    """The letters of a name that are not ASCII, as code points (or "ASCII")."""
-    odd = [f"{c!r} U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in name if ord(c) > 127]
-    return ", ".join(dict.fromkeys(odd)) if odd else "ASCII"
 
 
 def _arguments_record(arguments: Any) -> dict[str, Any]:
@@ -711,3 +672,19 @@ def _run(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         raise
     except BaseException as err:  # a bug (SystemExit too): reported as such, never a refusal
         return _bug(spec.name, arguments, err)
+
+
+def _run_within(timeout: float, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
+    """:func:`_run` in a worker thread (the tool sees the caller's context variables), waited
+    for at most ``timeout`` seconds; past it, the result says the outcome is unknown. The thread,
+    a daemon, is left to finish in the background."""
+    box: list[ToolResult] = []
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=lambda: box.append(context.run(_run, spec, arguments)),
+                              name=f"tool-{spec.name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not box:
+        return ToolResult(spec.name, arguments, ToolStatus.TIMEOUT,
+                          REFUSALS[ToolStatus.TIMEOUT].format(tool=spec.name, timeout=timeout))
+    return box[0]

@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from course.tools.registry import ToolError, ToolRegistry
+from course.tools.registry import ToolRegistry, ToolResult
 
 __all__ = ["invalid_slots", "keyword_extractor", "missing_slots", "slot_filling_graph"]
 
@@ -95,11 +95,7 @@ def slot_filling_graph(registry: ToolRegistry, tool: str,
         return {"slots": {**state.get("slots", {}), **extract(text, parameters)}}
 
     def route(state: SlotState) -> str:
-        try:
-            registry.check(tool, state["slots"])
-        except ToolError:
-            return "ask"
-        return "call"
+        return "ask" if isinstance(registry.check(tool, state["slots"]), ToolResult) else "call"
 
     def ask(state: SlotState) -> dict:
         slots = state["slots"]
@@ -111,10 +107,9 @@ def slot_filling_graph(registry: ToolRegistry, tool: str,
                 f"{p}={slots[p]!r} (expected {_expected(parameters['properties'][p])})"
                 for p in invalid) + ".")
         if not parts:  # the schema refuses for another reason (extra keys, size): say it
-            try:
-                registry.check(tool, slots)
-            except ToolError as err:
-                parts.append(str(err))
+            refusal = registry.check(tool, slots)
+            if isinstance(refusal, ToolResult):
+                parts.append(refusal.content)
         return {"messages": [AIMessage(" ".join(parts))]}
 
     def call(state: SlotState) -> dict:
