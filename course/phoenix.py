@@ -293,20 +293,21 @@ def main(port: int = PHOENIX_PORT, venv: Path | None = None, timeout: float = 12
     if install_only:
         print(f"Phoenix {PHOENIX_VERSION} is installed: {command}")
         return 0
-    print(f"starting Phoenix on {PHOENIX_HOST}:{port} (at most {timeout:g} s)...", flush=True)
-    server = start_phoenix(port, venv=venv, timeout=timeout)
+    server = start_phoenix(port, venv=venv, timeout=None)
 
     def stop_on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop_on_term)
-    print(server, flush=True)
-    if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is None:
-        print("To send spans from the course's kernel, install the SDK's OTLP exporter there: "
-              "pip install -e \".[phoenix]\" in the workbook's folder.", flush=True)
-    print("Send spans from the course: Appendix A5, or any OTLP exporter pointed at the address "
-          "above. Ctrl-C stops Phoenix.", flush=True)
+    print(f"starting Phoenix at {server.url} (at most {timeout:g} s)...", flush=True)
     try:
+        server.wait(timeout)
+        print(server, flush=True)
+        if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is None:
+            print("To send spans from the course's kernel, install the SDK's OTLP exporter there: "
+                  "pip install -e \".[phoenix]\" in the workbook's folder.", flush=True)
+        print("Send spans from the course: Appendix A5, or any OTLP exporter pointed at the "
+              "address above. Ctrl-C stops Phoenix.", flush=True)
         while server.process is not None and server.process.poll() is None:
             time.sleep(0.5)
     except KeyboardInterrupt:
