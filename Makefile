@@ -117,12 +117,14 @@ sandbox:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 	else echo "grading needs bubblewrap: sudo apt-get install -y bubblewrap"; exit 1; fi
 
+# nbgrader grades the class (a temporary course from the template in nbgrader/), into one CSV.
 grade: assets sandbox
 	HF_HUB_OFFLINE=1 $(PY) -m classroom.grading grade $(SUBMISSIONS) --source notebooks \
 		--out release/scores.csv --feedback release/feedback
 
-# nbgrader as shipped, in a course folder made from the template in nbgrader/ (README.md,
-# "Coursework"): one assignment per chapter; submissions go in
+# nbgrader's own commands in a course folder made from the template in nbgrader/, whose
+# autograde runs every kernel in the sandbox (README.md, "Coursework"): one assignment per
+# chapter; submissions go in
 # $(NBGRADER_COURSE)/submitted/<student>/<chapter>/<chapter>.ipynb.
 NBGRADER_COURSE ?= release/nbgrader
 NBGRADER := PATH=$(CURDIR)/$(VENV)/bin:$$PATH HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(CURDIR)/$(VENV)/bin/nbgrader
@@ -141,7 +143,7 @@ nbgrader-assign: assets
 	for ch in $(CHAPTERS); do \
 		(cd $(NBGRADER_COURSE) && $(NBGRADER) generate_assignment $$ch --force) || exit 1; done
 
-nbgrader-autograde: assets
+nbgrader-autograde: assets sandbox
 	cd $(NBGRADER_COURSE) && for ch in $(CHAPTERS); do \
 		if ls -d submitted/*/$$ch >/dev/null 2>&1; then $(NBGRADER) autograde $$ch --force || exit 1; fi; done
 

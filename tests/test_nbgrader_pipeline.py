@@ -1,6 +1,6 @@
-"""nbgrader as shipped: the course template in ``nbgrader/`` driven by nbgrader's own command
-line (generate_assignment, autograde, export), and ``classroom.grading`` scoring the same
-submissions identically.
+"""nbgrader as the course runs it: the course template in ``nbgrader/`` driven by nbgrader's own
+command line (generate_assignment, autograde, export), every kernel in the course's sandbox and
+every check cell guarded (``classroom.grading.execute``).
 
 Two courses, three submissions each: full (right answers), untouched (the release), one wrong.
 
@@ -9,8 +9,7 @@ Two courses, three submissions each: full (right answers), untouched (the releas
   grading). Its "one wrong" submission answers exercise 2 (the agent loop) with a loop fitted to
   the visible asserts only, which the hidden tests catch: 8 of 10.
 - The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
-  model), where ``classroom.grading`` grades the same submissions and must agree with nbgrader's
-  gradebook cell by cell.
+  model), with a second assignment nobody submits.
 """
 
 from __future__ import annotations
@@ -26,14 +25,11 @@ import nbformat
 import pytest
 from fixtures.make_fixtures import RIGHT, WRONG_ANSWERS, fill
 
-from classroom.grading import ResourceLimits, grade_class
 from nbharness import core_path, hand_in_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "source" / "practice.ipynb"
 EXPECTED = {"full": 5.0, "untouched": 0.0, "one_wrong": 1.0}
-LIMITS = ResourceLimits(cell_timeout_s=30, notebook_timeout_s=120, memory_bytes=4 * 2**30,
-                        cpu_seconds=120, output_bytes_per_cell=50_000, processes=128)
 
 
 CHAPTER = "03_agent_loop"
@@ -175,16 +171,17 @@ def test_autograde_takes_an_untouched_check_cell_for_the_released_one(course):
     assert "Attribute" not in course["log"]
 
 
-def test_course_grading_scores_like_nbgrader_cell_by_cell(course, tmp_path):
+def test_autograde_runs_the_course_execute_step(course):
+    """Each notebook was run by the course's Execute step (it records its run's time), and an
+    untouched check cell, run and failed, scores 0 through nbgrader's own gradebook."""
     from nbgrader.api import Gradebook
 
-    results = grade_class(course["dir"] / "submitted", [SOURCE], tmp_path / "scores.csv",
-                          workers=2, limits=LIMITS, log=None)
-    ours = {r.student: r.points() for r in results}
+    for student in EXPECTED:
+        graded = course["dir"] / "autograded" / student / "practice" / "practice.ipynb"
+        seconds = nbformat.read(graded, as_version=4).metadata["grading"]["seconds"]
+        assert 0 < seconds < 600
     with Gradebook(f"sqlite:///{course['dir'] / 'gradebook.db'}") as gb:
-        theirs = {student: {g.name: g.score for g in
-                            gb.find_submission_notebook("practice", "practice", student).grades
-                            if g.cell_type == "code" and g.auto_score is not None}
-                  for student in EXPECTED}
-    assert ours == theirs
-    assert {s: sum(p.values()) for s, p in ours.items()} == EXPECTED
+        untouched = {g.name: g.auto_score for g in
+                     gb.find_submission_notebook("practice", "practice", "untouched").grades
+                     if g.cell_type == "code"}
+    assert untouched == {"ex1-check": 0.0, "ex2-check": 0.0, "ex3-check": 0.0}
