@@ -154,7 +154,10 @@ def phoenix_version(url: str, timeout: float = 1.0) -> str | None:
 
 
 def _port_free(port: int, host: str = PHOENIX_HOST) -> bool:
+    """Nothing listens on ``host:port`` (connections of a stopped server still closing, which
+    Phoenix's own server binds over, do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
