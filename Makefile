@@ -200,14 +200,12 @@ clean:
 
 # Phoenix, Arize's trace UI (appendix A5), in its own venv .venv-phoenix: its dependencies need
 # older python-dateutil and tenacity than constraints.txt pins. phoenix-env makes that venv once
-# (python -m course phoenix --install-only: arize-phoenix as course/phoenix.py pins it) and gives
-# $(VENV) the SDK's OTLP exporter (the [phoenix] extra) that sends the lessons' spans to it;
+# (python -m course phoenix --install-only: arize-phoenix as course/phoenix.py pins it); $(VENV)
+# has the SDK's OTLP exporter that sends the lessons' spans to it (the [phoenix] extra, in [test]);
 # `make phoenix` starts it on 127.0.0.1:6006 (Ctrl-C stops it).
 .PHONY: phoenix phoenix-env
 phoenix-env: $(STAMP)
 	$(PY) -m course phoenix --install-only
-	@$(PY) -c 'import opentelemetry.exporter.otlp.proto.http' 2>/dev/null || \
-		$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[phoenix]"
 
 phoenix: phoenix-env
 	$(PY) -m course phoenix
