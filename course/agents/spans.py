@@ -8,14 +8,16 @@ tool call) and every LangChain / LangGraph run then emits spans. :func:`capture`
 uses; it instruments on first use and yields the spans of the runs inside it, kept by the SDK's
 ``InMemorySpanExporter``.
 
-Spans are on by default: :func:`course.setup.setup_notebook` (the first cell of every lesson)
-and the course's agent runners (:func:`course.agents.replay.replay_run`,
-:func:`course.agents.live.run_live`, the scripted and live pairs of
-:mod:`course.agents.interfaces`) call :func:`instrument`, so every smolagents and LangGraph run a
-lesson makes emits spans through this provider without a ``capture()`` around it. With no
-capture open the finished spans go nowhere (no exporter, no buffer), and the cost is that of
-making them: a few milliseconds per replay (``benchmarks/tracing.py``). The runners capture
-their own run's spans and build its :class:`course.agents.traces.Run` from them::
+Spans are on by default: importing the package :mod:`course.agents` calls :func:`instrument`
+(lessons 02 and 03 import it, 04 and 05 through :mod:`course.memory.recorded`, 06 through
+:mod:`course.guards`), so every smolagents and LangGraph run a lesson makes emits spans through
+this provider without a ``capture()`` around it. With no capture open the finished spans go
+nowhere (no exporter, no buffer), and the cost is that of making them: 6-25 ms on a replay of
+60-120 ms, and nothing measurable on a live step of 20-60 s on a shared 2-core CPU
+(``benchmarks/tracing.py``). The course's
+runners (:func:`course.agents.replay.replay_run`, :func:`course.agents.live.run_live`, the pairs
+of :mod:`course.agents.interfaces`) capture their own run's spans and read its
+:class:`course.agents.traces.Run` from them::
 
     with capture(recording=run) as spans:      # a replay: labelled "recorded"
         replay = replay_run(run)
@@ -57,7 +59,9 @@ network, and :func:`send_spans` exports them with the SDK's OTLP/HTTP exporter
 (``opentelemetry-exporter-otlp-proto-http``, which Phoenix's extra brings) only when a target
 is configured; otherwise it sends nothing and says what to install and set.
 
-Not handled: metrics and logs; sampling (every span is kept); OTLP over gRPC (HTTP only);
+Not handled: metrics and logs; sampling (every span is kept); OTLP over gRPC (HTTP only); the
+AGENT span of a run that raised outside a capture (OpenInference leaves it open; a capture ends
+it);
 streaming runs' recorded figures; recorded figures of managed agents (one agent per
 recording).
 """
