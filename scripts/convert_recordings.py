@@ -5,8 +5,9 @@ One-off: the recordings under ``course/data/recordings`` were written in the cou
 :class:`course.agents.traces.Run` it describes, and writes it back, under the same name, as
 the spans :func:`course.agents.traces.spans_from_run` gives it, labelled ``recorded``. A file
 that is already OTLP JSON is left alone, so running it again changes nothing. The test
-``tests/test_recordings.py`` checks that the converted recordings hold the same values and
-replay to the same steps, outputs and token figures as the JSON files did.
+``tests/test_traces.py`` and ``tests/test_replay.py`` check that the converted recordings hold
+the same values and replay to the same steps, outputs and token figures as the JSON files did
+(``tests/fixtures/recorded_replays.json``, taken from them before the conversion).
 
     .venv/bin/python scripts/convert_recordings.py [--dry-run]
 
