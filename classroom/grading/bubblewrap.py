@@ -146,10 +146,12 @@ def _system_binds() -> list[str]:
 def readable_paths() -> list[Path]:
     """What the kernel needs to read: Python, the virtual environment and its packages, the
     course packages, the model caches (and ``COURSE_MODEL`` when it names a local folder)."""
-    import course
+    import course.checks
     from course.assets import course_cache_dir, hub_cache_dir
 
-    project = Path(course.__file__).resolve().parents[1]
+    # By a module's file: a folder named ``course`` in the grader's working folder (an nbgrader
+    # course in a class hub's home) makes ``course`` itself a namespace package without one.
+    project = Path(course.checks.__file__).resolve().parents[1]
     paths = [Path(sys.base_prefix), Path(sys.prefix), project / "course", project / "widgets",
              course_cache_dir(), hub_cache_dir(),
              *map(Path, site.getsitepackages())]  # resolved: a venv linking another's packages
