@@ -23,6 +23,7 @@ from course.agents.spans import (
     uninstrument,
 )
 from course.agents.traces import RECORDINGS_DIR, load_run
+from course.phoenix import PHOENIX_URL
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -292,6 +293,43 @@ def test_the_summary_is_a_record_of_the_tree(weather):
     json.dumps(record)
 
 
+@pytest.fixture
+def closed_url():
+    """A local address where nothing listens (a port just bound and released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def answering_url():
+    """A local HTTP server that answers Phoenix's version question as Phoenix 20.26.1 does
+    (``/arize_phoenix_version``) and 404 to anything else."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"20.26.1" if self.path == "/arize_phoenix_version" else b"not here"
+            self.send_response(200 if self.path == "/arize_phoenix_version" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 def test_the_otlp_target_comes_from_the_environment_without_the_network(monkeypatch):
     import socket
 
@@ -300,22 +338,48 @@ def test_the_otlp_target_comes_from_the_environment_without_the_network(monkeypa
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(spans_module, "_installed", lambda package: False)
-    nothing = otlp_target({})
-    assert (nothing.endpoint, nothing.ready) == (None, False)
-    assert 'pip install ".[phoenix]"' in str(nothing) and "\n" not in str(nothing)
     base = otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://class.example:6006/"})
-    assert base.endpoint == "http://class.example:6006/v1/traces"
-    assert not base.ready and OTLP_HTTP_PACKAGE in base.advice()
+    assert (base.endpoint, base.why, base.phoenix_version) == (
+        "http://class.example:6006/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT is set", None)
+    assert not base.ready and base.advice() == (
+        f"pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter), then run again")
     full = otlp_target({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c.example/x",
                         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://ignored.example"})
     assert full.endpoint == "http://c.example/x"
     assert otlp_target({"PHOENIX_COLLECTOR_ENDPOINT": "http://p.example:6006"}).endpoint == \
         "http://p.example:6006/v1/traces"
-    monkeypatch.setattr(spans_module, "_installed", lambda package: True)
-    assert otlp_target({}).endpoint == PHOENIX_LOCAL and otlp_target({}).ready
 
 
-def test_send_spans_sends_nothing_unless_configured(weather, monkeypatch):
+def test_the_otlp_target_is_the_phoenix_that_answers_on_this_machine(answering_url):
+    """With no endpoint set, the target is the Phoenix that answers its version question."""
+    assert PHOENIX_LOCAL == f"{PHOENIX_URL}/v1/traces" == "http://127.0.0.1:6006/v1/traces"
+    target = otlp_target({}, phoenix_url=answering_url + "/")
+    assert (target.endpoint, target.why, target.phoenix_version, target.ready) == (
+        f"{answering_url}/v1/traces", f"Phoenix 20.26.1 answers at {answering_url}", "20.26.1",
+        True)  # the exporter is in the course's venv (the [phoenix] extra)
+    named = otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c.example"},
+                       phoenix_url=answering_url)
+    assert (named.endpoint, named.phoenix_version) == ("http://c.example/v1/traces", None)
+
+
+def test_with_no_phoenix_answering_the_advice_is_to_start_one(closed_url, answering_url,
+                                                               monkeypatch):
+    nothing = otlp_target({}, phoenix_url=closed_url)
+    assert (nothing.endpoint, nothing.ready, nothing.phoenix_version) == (None, False, None)
+    assert nothing.why == f"no OTLP endpoint set and no Phoenix answers at {closed_url}"
+    advice = ("to see the spans in a trace UI: start Phoenix in a terminal with "
+              "`python -m course phoenix` (it answers at http://127.0.0.1:6006), or set "
+              "OTEL_EXPORTER_OTLP_ENDPOINT to your class's collector; then run again")
+    assert str(nothing) == f"nothing sent ({nothing.why}); {advice}"
+    # a server that answers, but not as Phoenix, is not taken for one
+    other = otlp_target({}, phoenix_url=answering_url + "/elsewhere")
+    assert (other.endpoint, other.phoenix_version) == (None, None)
+    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    assert otlp_target({}, phoenix_url=closed_url).advice() == advice.replace(
+        "; then", f", and pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter); then")
+
+
+def test_send_spans_sends_nothing_unless_configured(weather, monkeypatch, closed_url):
     import socket
 
     made = []
@@ -324,9 +388,10 @@ def test_send_spans_sends_nothing_unless_configured(weather, monkeypatch):
         made.append(endpoint)
         raise AssertionError("no exporter may be made")
 
+    nowhere = otlp_target({}, phoenix_url=closed_url)
     monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("connected"))
     monkeypatch.setattr(spans_module, "_installed", lambda package: False)
-    sent = send_spans(weather[2], otlp_target({}), exporter_factory=factory)
+    sent = send_spans(weather[2], nowhere, exporter_factory=factory)
     assert (sent.sent, sent.outcome, made) == (0, "nothing sent", [])
     # an endpoint without the exporter's package: still nothing
     sent = send_spans(weather[2], otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:1"}),
@@ -390,5 +455,6 @@ def test_a_failed_send_says_so_and_follows_nothing(weather):
                                  exporter_installed=True)
     before = list(spans_module._PROCESSOR.extra)
     sent = send_spans(weather[2], target, exporter_factory=Refused)
-    assert (sent.sent, sent.outcome) == (12, "FAILURE") and "phoenix serve" in str(sent)
+    assert (sent.sent, sent.outcome) == (12, "FAILURE") and str(sent).endswith(
+        "FAILURE; is the collector running there? (Phoenix: `python -m course phoenix`)")
     assert spans_module._PROCESSOR.extra == before and not spans_module._FOLLOWING

@@ -54,10 +54,11 @@ OpenTelemetry's own OTLP protobuf encoder, with ids in hex as OTLP/JSON asks.
 A lesson displays :meth:`Spans.summary` (:class:`SpanTree`: the tree for the student, the counts,
 token figures and tool calls as a record for the tests). Sending spans to a trace UI is opt-in:
 :func:`otlp_target` reads where they would go from the environment (``OTEL_EXPORTER_OTLP_*``,
-``PHOENIX_COLLECTOR_ENDPOINT``) or an installed Phoenix on localhost, without touching the
-network, and :func:`send_spans` exports them with the SDK's OTLP/HTTP exporter
-(``opentelemetry-exporter-otlp-proto-http``, which Phoenix's extra brings) only when a target
-is configured; otherwise it sends nothing and says what to install and set.
+``PHOENIX_COLLECTOR_ENDPOINT``), else asks whether a Phoenix answers on this machine (the one
+``python -m course phoenix`` starts, :mod:`course.phoenix`; only that local address is asked,
+within a second), and :func:`send_spans` exports them with the SDK's OTLP/HTTP exporter
+(``opentelemetry-exporter-otlp-proto-http``, the ``[phoenix]`` extra) only when there is a
+target; otherwise it sends nothing and says how to start Phoenix or what to set.
 
 Not handled: metrics and logs; sampling (every span is kept); OTLP over gRPC (HTTP only); the
 AGENT span of a run that raised outside a capture (OpenInference leaves it open; a capture ends
@@ -89,6 +90,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from course.phoenix import PHOENIX_URL, phoenix_version
 from course.records import Record
 
 if TYPE_CHECKING:
@@ -728,9 +730,8 @@ def _attributes(pairs: Any) -> dict[str, Any]:
 
 # ----- sending spans to a trace UI ------------------------------------------------------------
 OTLP_HTTP_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
-PHOENIX_PACKAGE = "arize-phoenix"
-PHOENIX_LOCAL = "http://localhost:6006/v1/traces"
-"""Where a Phoenix started on this machine (``phoenix serve``) takes OTLP over HTTP."""
+PHOENIX_LOCAL = f"{PHOENIX_URL}/v1/traces"
+"""Where the Phoenix ``python -m course phoenix`` starts on this machine takes OTLP over HTTP."""
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT",
                       "PHOENIX_COLLECTOR_ENDPOINT")
 """Read in this order: the first is the traces URL as it is (OpenTelemetry's rule), the other
@@ -747,13 +748,15 @@ def _installed(package: str) -> bool:
 
 @dataclasses.dataclass
 class OtlpTarget(Record):
-    """Where :func:`send_spans` sends spans (``endpoint``; ``None``: nowhere), why, what is
-    installed, and, once sent, how many spans went and the exporter's answer."""
+    """Where :func:`send_spans` sends spans (``endpoint``; ``None``: nowhere), why, whether the
+    exporter is installed, the version of the Phoenix that answered on this machine (``None``:
+    none did, or none was asked), and, once sent, how many spans went and the exporter's
+    answer."""
 
     endpoint: str | None
     why: str
     exporter_installed: bool
-    phoenix_installed: bool
+    phoenix_version: str | None = None
     sent: int = 0
     outcome: str = "nothing sent"
 
@@ -762,18 +765,20 @@ class OtlpTarget(Record):
         return self.endpoint is not None and self.exporter_installed
 
     def advice(self) -> str:
-        """What to install and set, in one line."""
+        """What to start, set or install, in one line."""
+        install = f"pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter)"
         if self.endpoint is not None and not self.exporter_installed:
-            return f"pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter), then run again"
-        return ('to see the spans in a trace UI: pip install ".[phoenix]" and start '
-                "`phoenix serve` (it listens on localhost:6006), or set OTEL_EXPORTER_OTLP_ENDPOINT "
-                f"to your class's collector and pip install {OTLP_HTTP_PACKAGE}; then run again")
+            return f"{install}, then run again"
+        return ("to see the spans in a trace UI: start Phoenix in a terminal with "
+                f"`python -m course phoenix` (it answers at {PHOENIX_URL}), or set "
+                "OTEL_EXPORTER_OTLP_ENDPOINT to your class's collector"
+                + ("" if self.exporter_installed else f", and {install}") + "; then run again")
 
     def __str__(self) -> str:
         if self.sent:
             line = f"sent {self.sent} spans to {self.endpoint} ({self.why}): {self.outcome}"
             if self.outcome != "SUCCESS":
-                line += "; is the collector running there? (Phoenix: `phoenix serve`)"
+                line += "; is the collector running there? (Phoenix: `python -m course phoenix`)"
             return line
         where = f"to {self.endpoint} " if self.endpoint else ""
         return f"nothing sent {where}({self.why}); {self.advice()}"
@@ -782,22 +787,27 @@ class OtlpTarget(Record):
         printer.text(str(self))
 
 
-def otlp_target(environ: Mapping[str, str] | None = None) -> OtlpTarget:
-    """Where spans would go, read from ``environ`` (default ``os.environ``) and the installed
-    packages; nothing is opened or sent. An endpoint variable (:data:`ENDPOINT_VARIABLES`) wins;
-    else an installed Phoenix means the one on this machine (:data:`PHOENIX_LOCAL`); else none."""
+def otlp_target(environ: Mapping[str, str] | None = None, *, phoenix_url: str = PHOENIX_URL,
+                timeout: float = 1.0) -> OtlpTarget:
+    """Where spans would go; nothing is sent. An endpoint variable in ``environ`` (default
+    ``os.environ``; :data:`ENDPOINT_VARIABLES`) wins, and then nothing is opened; else, when a
+    Phoenix answers at ``phoenix_url`` within ``timeout`` seconds
+    (:func:`course.phoenix.phoenix_version`; by default the one ``python -m course phoenix``
+    starts), its OTLP/HTTP address (:data:`PHOENIX_LOCAL`); else none."""
     environ = os.environ if environ is None else environ
-    exporter, phoenix = _installed(OTLP_HTTP_PACKAGE), _installed(PHOENIX_PACKAGE)
+    exporter = _installed(OTLP_HTTP_PACKAGE)
     for name in ENDPOINT_VARIABLES:
         value = (environ.get(name) or "").strip()
         if value:
             endpoint = value if name == ENDPOINT_VARIABLES[0] else \
                 value.rstrip("/") + "/v1/traces"
-            return OtlpTarget(endpoint, f"{name} is set", exporter, phoenix)
-    if phoenix:
-        return OtlpTarget(PHOENIX_LOCAL, "Phoenix is installed: the one on this machine",
-                          exporter, phoenix)
-    return OtlpTarget(None, "no OTLP endpoint set and no Phoenix installed", exporter, phoenix)
+            return OtlpTarget(endpoint, f"{name} is set", exporter)
+    url = phoenix_url.rstrip("/")
+    version = phoenix_version(url, timeout=timeout)
+    if version is not None:
+        return OtlpTarget(f"{url}/v1/traces", f"Phoenix {version} answers at {url}", exporter,
+                          version)
+    return OtlpTarget(None, f"no OTLP endpoint set and no Phoenix answers at {url}", exporter)
 
 
 _FOLLOWING: set[str] = set()  # endpoints that every later span goes to as well
@@ -808,10 +818,10 @@ def send_spans(spans: Sequence[ReadableSpan], target: OtlpTarget | None = None, 
                exporter_factory: Callable[[str], Any] | None = None) -> OtlpTarget:
     """Export ``spans`` to ``target`` (default :func:`otlp_target`) with the SDK's OTLP/HTTP
     exporter, and with ``follow``, once that export succeeded, send every later span there too
-    (:func:`add_span_processor` with a ``BatchSpanProcessor``, once per endpoint). With no endpoint, or without the
-    exporter's package, nothing is imported, opened or sent: the target comes back with
-    ``sent=0`` and its :meth:`OtlpTarget.advice`. ``exporter_factory(endpoint)`` replaces the
-    OTLP exporter (a test's fake)."""
+    (:func:`add_span_processor` with a ``BatchSpanProcessor``, once per endpoint). With no
+    endpoint, or without the exporter's package, nothing is imported or sent: the target comes
+    back with ``sent=0`` and its :meth:`OtlpTarget.advice`. ``exporter_factory(endpoint)``
+    replaces the OTLP exporter (a test's fake)."""
     target = target or otlp_target()
     if not target.ready or not spans:
         return target
