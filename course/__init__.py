@@ -26,7 +26,8 @@ check), :mod:`course.setup` (``setup_notebook``), :mod:`course.checks` (exercise
 :mod:`course.checkpoints` (threads and the SQLite checkpointer), :mod:`course.drawing` (figures
 and LangGraph graphs drawn offline), :mod:`course.records` (a displayed record's values for
 tests), :mod:`course.quiz` (every chapter's quiz; its widget is ``widgets.quiz``),
-:mod:`course.memory_release` (a kernel gives back what a model's work freed) and
+:mod:`course.memory_release` (a kernel gives back what a model's work freed),
+:mod:`course.phoenix` (Phoenix, a trace UI, in its own venv: ``python -m course phoenix``) and
 :mod:`course.cli` (what the command lines share: bad options refused by name, committed results
 never overwritten by default).
 
