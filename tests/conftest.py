@@ -99,7 +99,8 @@ def run(request):
 # ``--dist`` says: ``-n 2`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
 FIRST = ("test_nb_0", "test_nb_A")  # not test_nb_*_exercises: they grade check cells, no run
 HEAVY = ("test_feedback", "test_class_hub", "test_live_server_notebooks", "test_live_hub_notebooks",
-         "test_browser", "test_nbgrader_pipeline", "test_grading", "test_tool_count", "test_doctor")
+         "test_browser", "test_nbgrader_pipeline", "test_grading", "test_phoenix", "test_tool_count",
+         "test_doctor")
 MATRIX = ("test_live_server_notebooks", "test_live_hub_notebooks")
 LAST = ("test_website",)
 
