@@ -28,7 +28,8 @@ SERVER_START_TIMEOUT_S = 240
 CHAT_REQUEST = '"POST /v1/chat/completions HTTP/1.1"'
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -44,7 +45,7 @@ class ServedModel:
     def __init__(self, model_dir: Path, log_path: Path) -> None:
         self.model_dir = Path(model_dir)
         self.log_path = Path(log_path)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.process: subprocess.Popen | None = None
 

@@ -32,7 +32,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -42,6 +41,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from live_models import free_port
 from nbharness import core_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,12 +106,6 @@ TARGETS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on localhost with a token, serving a copy of the notebooks."""
@@ -134,7 +128,7 @@ def lab(tmp_path_factory):
     tracker = root / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_MODEL", "MPLBACKEND")}
     env.update({"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -359,7 +353,7 @@ def make_lab(tmp_path):
     servers = []
 
     def start(target: str) -> str:
-        port, token = _free_port(), secrets.token_hex(16)
+        port, token = free_port(), secrets.token_hex(16)
         runtime = tmp_path / f"runtime-{target}"
         args = (f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port_retries=0 "
                 f"--IdentityProvider.token={token}")

@@ -39,6 +39,7 @@ from course.phoenix import (
     phoenix_version,
     start_phoenix,
 )
+from live_models import free_port
 from nbharness import NOTEBOOKS, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,18 +57,12 @@ WEATHER_TREE = [  # (span kind as Phoenix's icon names it, span name), depth fir
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
     if not phoenix_installed():
         pytest.fail("needs Phoenix's environment: run `make phoenix-env` (make test does)")
     start = time.perf_counter()
-    server = start_phoenix(_free_port(), grpc_port=_free_port(), timeout=300,
+    server = start_phoenix(free_port(), grpc_port=free_port(), timeout=300,
                            working_dir=tmp_path_factory.mktemp("phoenix"))
     print(f"\nPhoenix {server.version} answered after {time.perf_counter() - start:.1f} s")
     yield server
@@ -193,7 +188,7 @@ def test_a_taken_port_is_refused_with_the_fix(phoenix):
 
 
 def test_a_phoenix_silent_past_its_bound_is_stopped(tmp_path):
-    server = start_phoenix(_free_port(), grpc_port=_free_port(), working_dir=tmp_path,
+    server = start_phoenix(free_port(), grpc_port=free_port(), working_dir=tmp_path,
                            timeout=None)
     with pytest.raises(PhoenixError, match=r"did not answer at http://127\.0\.0\.1:\d+ within "
                        r"0\.2 s and was stopped; .*Fix: on a busy machine give it longer"):
@@ -202,7 +197,7 @@ def test_a_phoenix_silent_past_its_bound_is_stopped(tmp_path):
 
 
 def test_no_network_to_install_says_so(tmp_path, monkeypatch):
-    closed = _free_port()  # nothing listens there: the package index cannot be reached
+    closed = free_port()  # nothing listens there: the package index cannot be reached
     wheels = tmp_path / "no-wheels"
     wheels.mkdir()
     for name, value in {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from live_models import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "executed"
@@ -43,18 +44,12 @@ def _book_module():
 book = _book_module()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
     index = book.build_book(out, reuse=EXECUTED if EXECUTED.is_dir() else None)
     assert index.exists()
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
                                "127.0.0.1", "-d", str(index.parent)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
