@@ -33,8 +33,14 @@ from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.utils import AgentError
 
 from course.agents import spans as tracing
-from course.agents.live import LivePlan, _reusing_prefix, choice_label, live_plan, stop_after_steps
-from course.agents.replay import ReplayModel, _tokenizer_name, local_tokenizer
+from course.agents.live import (
+    LivePlan,
+    choice_label,
+    live_plan,
+    reusing_kept_prefix,
+    stop_after_steps,
+)
+from course.agents.replay import ReplayModel, local_tokenizer, tokenizer_name
 from course.agents.traces import Run, run_from_spans
 from course.records import Record
 from course.tools.examples import get_weather
@@ -147,7 +153,7 @@ def scripted_pair(tokenizer: Any = "local") -> InterfaceComparison:
     for name, outputs in SCRIPTED_OUTPUTS.items():
         model = ReplayModel(outputs, model_id="scripted", tokenizer=tokenizer)
         runs[name] = _run(name, model, len(outputs), None, "scripted",
-                          measured_with=_tokenizer_name(tokenizer))
+                          measured_with=tokenizer_name(tokenizer))
     return InterfaceComparison(
         "[scripted] model outputs written by the course (no LLM); steps, tool calls and answers "
         "computed by the real agents; input/output tokens measured with the active model's "
@@ -169,7 +175,7 @@ def live_pair(plan: LivePlan | None = None,
     for name in agents:
         model = smolagents_model(max_new_tokens=plan.max_new_tokens)
         if active_model().in_kernel:
-            model = _reusing_prefix(model, LivePlan(plan.max_steps, plan.max_new_tokens,
+            model = reusing_kept_prefix(model, LivePlan(plan.max_steps, plan.max_new_tokens,
                                                     plan.reason, plan.first_block and name == "CodeAgent"))
         runs[name] = _run(name, model, plan.max_steps + 1, plan.max_steps, "measured",
                           model_id=choice_label())

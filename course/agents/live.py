@@ -57,7 +57,7 @@ from course.tools.constrained import PrefixCache, StopWhenReply
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["TUNED_STEPS", "LivePlan", "LiveRun", "choice_label", "first_code_block_end",
-           "live_plan", "run_live", "run_live_tuned", "tuned_label", "tuned_plan",
+           "live_plan", "reusing_kept_prefix", "run_live", "run_live_tuned", "tuned_label", "tuned_plan",
            "tuned_skip_reason", "tuned_unavailable"]
 
 NOTE_TASKS = {"weather": "weather_note", "bond": "bond_note", "debug": "debug_note"}
@@ -270,7 +270,7 @@ def _kept_prefix(local: Any) -> PrefixCache:
     return _KEPT[0]
 
 
-def _reusing_prefix(model: Any, plan: LivePlan) -> Any:
+def reusing_kept_prefix(model: Any, plan: LivePlan) -> Any:
     """``model`` (a kernel model for smolagents) made to reuse the kept prefix cache."""
     from course.models import load_local_model
 
@@ -302,7 +302,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
     if model is None:
         model = smolagents_model(max_new_tokens=plan.max_new_tokens)
         if active_model().in_kernel:
-            model = _reusing_prefix(model, plan)
+            model = reusing_kept_prefix(model, plan)
     cached_before = getattr(model, "cached_tokens", 0)
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
                       max_steps=plan.max_steps + 1,

@@ -53,7 +53,7 @@ from course.agents.traces import Run, TraceError, run_from_spans
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "native_tool_calls",
-           "replay_run"]
+           "replay_run", "tokenizer_name"]
 
 
 class ReplayExhausted(RuntimeError):
@@ -208,14 +208,14 @@ def replay_run(recording: Run, tools: list[Tool] | None = None, tokenizer: Any =
              "source_detail": recording.source_detail,
              "total_input_tokens_reported": recording.total_input_tokens_reported,
              "total_output_tokens_reported": recording.total_output_tokens_reported,
-             "measured_with": _tokenizer_name(tokenizer)}
+             "measured_with": tokenizer_name(tokenizer)}
     with tracing.capture(recording=recording, about=about) as spans:
         answer = agent.run(recording.task, additional_args=dict(recording.additional_args) or None)
     trace = run_from_spans(spans)
     return Replay(recording, trace, answer, agent, model, {t.name: t for t in tools})
 
 
-def _tokenizer_name(tokenizer: Any) -> str:
+def tokenizer_name(tokenizer: Any) -> str:
     """A short name for the tokenizer that measured a replay's prompts."""
     if tokenizer is None:
         return ""

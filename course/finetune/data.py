@@ -37,8 +37,10 @@ from typing import Any
 
 from course.agents.offline_tools import OfflineImageTool, OfflineWebSearchTool, SearchPage
 
-__all__ = ["HELD_OUT_FAMILIES", "TRAIN_FAMILIES", "Rendered", "Trajectory", "data_hash",
-           "held_out_tasks", "render", "render_all", "training_tasks"]
+__all__ = ["HELD_OUT_FAMILIES", "TRAIN_FAMILIES", "Rendered", "Trajectory", "code_step",
+           "compute_trajectory", "data_hash", "fact_lookup_trajectory", "fix_trajectory",
+           "forum_page", "held_out_tasks", "lookup_then_draw_trajectory", "made_up_name", "render",
+           "render_all", "script_bug", "search_page", "training_tasks"]
 
 TRAIN_FAMILIES = ("fact_lookup", "lookup_then_draw", "run_and_fix", "compute")
 HELD_OUT_FAMILIES = ("weather", "film_vehicle_photo", "debug_list_index")
@@ -74,11 +76,13 @@ class Trajectory:
         return tools
 
 
-def _step(thought: str, code: str) -> str:
+def code_step(thought: str, code: str) -> str:
+    """One model output in smolagents' CodeAgent format: a thought, then a ``<code>`` block."""
     return f"Thought: {thought}\n<code>\n{code.strip()}\n</code>"
 
 
-def _page(title: str, site: str, slug: str, description: str) -> dict[str, str]:
+def search_page(title: str, site: str, slug: str, description: str) -> dict[str, str]:
+    """One result of the offline web search: title, a made-up link, description."""
     return {"title": title, "link": f"https://{site}.example/{slug}", "description": description}
 
 
@@ -87,13 +91,15 @@ _SYL = ["var", "kel", "mon", "dra", "sil", "tor", "bel", "nor", "quin", "os", "l
         "ris", "pol", "gan", "mer", "tal", "zu", "hal"]
 
 
-def _name(rng: random.Random, parts: int = 2) -> str:
+def made_up_name(rng: random.Random, parts: int = 2) -> str:
+    """A name no model remembers, so that an answer must be read from an observation."""
     return "".join(rng.choice(_SYL) for _ in range(parts)).capitalize()
 
 
-def _forum(rng: random.Random, word: str) -> dict[str, str]:
-    name = _name(rng)
-    return _page(f"Question about the {word} - {name} Community", f"{name.lower()}-forum",
+def forum_page(rng: random.Random, word: str) -> dict[str, str]:
+    """A search result that talks about ``word`` without giving its value (a distractor)."""
+    name = made_up_name(rng)
+    return search_page(f"Question about the {word} - {name} Community", f"{name.lower()}-forum",
                  f"t/{rng.randint(100, 999)}", f"Has anyone else seen the {word} change? The {word} "
                  f"in my account is not the {word} the app showed yesterday. Any {word} tips welcome.")
 
@@ -115,7 +121,7 @@ _FACTS = [  # (question, query, what, value maker, sentence)
 
 def _fact_value(kind: str, rng: random.Random) -> str:
     if kind in ("author", "founder"):
-        return f"{_name(rng)} {_name(rng, 3)}"
+        return f"{made_up_name(rng)} {made_up_name(rng, 3)}"
     if kind == "height":
         return f"{rng.randint(80, 600)} metres"
     if kind == "year":
@@ -123,22 +129,23 @@ def _fact_value(kind: str, rng: random.Random) -> str:
     return f"{rng.randint(2, 90)},{rng.randint(100, 999)}"
 
 
-def _fact_lookup(rng: random.Random, variant: str) -> Trajectory:
+def fact_lookup_trajectory(rng: random.Random, variant: str) -> Trajectory:
+    """A lookup task: search, read the value, answer it (``variant``: "direct", "refine", ...)."""
     question, query, what, kind, sentence = rng.choice(_FACTS)
-    x = _name(rng)
+    x = made_up_name(rng)
     v, y = _fact_value(kind, rng), str(rng.randint(1990, 2020))
     site = rng.choice(["wikifacts", "cityguide", "almanac", "reference"])
-    good = _page(f"{x} - {what} facts", site, x.lower(), sentence.format(x=x, v=v, y=y))
-    other = _page(f"Visiting {_name(rng)}: a travel guide", "travelnotes", "guide",
-                  f"Where to eat, where to stay and how to get around {_name(rng)}.")
+    good = search_page(f"{x} - {what} facts", site, x.lower(), sentence.format(x=x, v=v, y=y))
+    other = search_page(f"Visiting {made_up_name(rng)}: a travel guide", "travelnotes", "guide",
+                  f"Where to eat, where to stay and how to get around {made_up_name(rng)}.")
     q = query.format(x=x)
     task = question.format(x=x)
     if variant == "direct":
         pages = [other, good]
         outputs = [
-            _step(f"I need to find the {kind} of {x}. I will search the web first.",
+            code_step(f"I need to find the {kind} of {x}. I will search the web first.",
                   f'results = web_search(query="{q}")\nprint(results)'),
-            _step(f"The page '{good['title']}' says: {good['description']} I can answer.",
+            code_step(f"The page '{good['title']}' says: {good['description']} I can answer.",
                   f'final_answer("{v} (source: {good["title"]})")'),
         ]
         return Trajectory("fact_lookup", task, ["web_search"], pages, outputs,
@@ -146,15 +153,15 @@ def _fact_lookup(rng: random.Random, variant: str) -> Trajectory:
     if variant == "refine":
         word = rng.choice(["current", "balance", "plan", "latest"])
         vague = f"{word} {kind} {x}"
-        noise = [_forum(rng, word) for _ in range(3)]  # each repeats the word: they outrank the fact
+        noise = [forum_page(rng, word) for _ in range(3)]  # each repeats the word: they outrank the fact
         pages = [*noise, other, good]
         outputs = [
-            _step(f"I need the {kind} of {x}. I will search the web.",
+            code_step(f"I need the {kind} of {x}. I will search the web.",
                   f'results = web_search(query="{vague}")\nprint(results)'),
-            _step(f"These results are forum posts that only match the word '{word}'; none of "
+            code_step(f"These results are forum posts that only match the word '{word}'; none of "
                   f"them is about {x}. I will make the query more precise.",
                   f'results = web_search(query="{q} {what}")\nprint(results)'),
-            _step(f"The page '{good['title']}' says: {good['description']} I can answer.",
+            code_step(f"The page '{good['title']}' says: {good['description']} I can answer.",
                   f'final_answer("{v} (source: {good["title"]})")'),
         ]
         return Trajectory("fact_lookup", task, ["web_search"], pages, outputs,
@@ -163,14 +170,14 @@ def _fact_lookup(rng: random.Random, variant: str) -> Trajectory:
     v2 = _fact_value(kind, rng)
     while v2 == v:
         v2 = _fact_value(kind, rng)
-    official = _page(f"{x} - official {what} page", f"{x.lower()}-official", "about",
+    official = search_page(f"{x} - official {what} page", f"{x.lower()}-official", "about",
                      sentence.format(x=x, v=v, y=y))
-    blog = _page(f"My notes on {x}", "someblog", x.lower(), sentence.format(x=x, v=v2, y=y))
+    blog = search_page(f"My notes on {x}", "someblog", x.lower(), sentence.format(x=x, v=v2, y=y))
     pages = [blog, official]
     outputs = [
-        _step(f"I need the {kind} of {x}. I will search the web first.",
+        code_step(f"I need the {kind} of {x}. I will search the web first.",
               f'results = web_search(query="{q}")\nprint(results)'),
-        _step(f"The sources disagree: '{official['title']}' says {v}, '{blog['title']}' says "
+        code_step(f"The sources disagree: '{official['title']}' says {v}, '{blog['title']}' says "
               f"{v2}. I will not combine them: the official page is the better source, so I "
               "answer with its value and say that another page differs.",
               f'final_answer("{v}, according to {official["title"]} (another page says '
@@ -198,19 +205,20 @@ _DRAW = [  # (task, query, sentence, things)
 ]
 
 
-def _lookup_then_draw(rng: random.Random) -> Trajectory:
+def lookup_then_draw_trajectory(rng: random.Random) -> Trajectory:
+    """Search what to draw, then call the image tool with what the search returned."""
     task, query, sentence, things = rng.choice(_DRAW)
-    x, v, y = _name(rng), rng.choice(things), str(rng.randint(1900, 2020))
+    x, v, y = made_up_name(rng), rng.choice(things), str(rng.randint(1900, 2020))
     image_tool = rng.choice(["image_generator", "text_to_image"])
-    good = _page(f"{x}: facts and history", rng.choice(["wikifacts", "localnews"]), x.lower(),
+    good = search_page(f"{x}: facts and history", rng.choice(["wikifacts", "localnews"]), x.lower(),
                  sentence.format(x=x, v=v, y=y))
-    other = _page(f"{_name(rng)} weekend events", "events", "weekend",
-                  f"Markets, concerts and exhibitions in {_name(rng)} this weekend.")
+    other = search_page(f"{made_up_name(rng)} weekend events", "events", "weekend",
+                  f"Markets, concerts and exhibitions in {made_up_name(rng)} this weekend.")
     outputs = [
-        _step("I do not know what to draw yet: I need to find it first, then make the image. "
+        code_step("I do not know what to draw yet: I need to find it first, then make the image. "
               "I will search the web.",
               f'result = web_search(query="{query.format(x=x)}")\nprint(result)'),
-        _step(f"The search says: {good['description']} Now I generate an image of a {v}.",
+        code_step(f"The search says: {good['description']} Now I generate an image of a {v}.",
               f'image = {image_tool}(prompt="a {v}, detailed, high-res")\nfinal_answer(image)'),
     ]
     return Trajectory("lookup_then_draw", task.format(x=x), ["web_search", image_tool],
@@ -218,7 +226,7 @@ def _lookup_then_draw(rng: random.Random) -> Trajectory:
 
 
 # ----- run_and_fix (bugs of other kinds than the held-out list-index ones) -----
-def _bug(rng: random.Random) -> tuple[str, str, str]:
+def script_bug(rng: random.Random) -> tuple[str, str, str]:
     """(buggy script, fixed script, what the fix is)."""
     kind = rng.choice(["str_plus_int", "join", "key", "push", "empty_mean"])
     name = rng.choice(["prices", "scores", "sizes", "counts", "weights"])
@@ -258,25 +266,26 @@ _FIX_TASKS = [
 ]
 
 
-def _fix_trajectory(bad: str, good: str, why: str, task: str) -> Trajectory:
+def fix_trajectory(bad: str, good: str, why: str, task: str) -> Trajectory:
     """Run the given script, read the error (``why``), run the fix, return the fixed code."""
     fixed = good.rstrip("\n")
     outputs = [
-        _step("Before changing anything I run the code as it is, to see what goes wrong.", bad),
-        _step(f"The run failed: {why}. I fix it and run the fixed version.", good),
-        _step("The fixed code runs without an error and prints what it should. I return it.",
+        code_step("Before changing anything I run the code as it is, to see what goes wrong.", bad),
+        code_step(f"The run failed: {why}. I fix it and run the fixed version.", good),
+        code_step("The fixed code runs without an error and prints what it should. I return it.",
               f'fixed_code = """{fixed}\n"""\nfinal_answer(fixed_code)'),
     ]
     return Trajectory("run_and_fix", task, [], [], outputs, {"code": bad}, expected_tool="python")
 
 
 def _run_and_fix(rng: random.Random) -> Trajectory:
-    bad, good, why = _bug(rng)
-    return _fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
+    bad, good, why = script_bug(rng)
+    return fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
 
 
 # ----- compute -----
-def _compute(rng: random.Random) -> Trajectory:
+def compute_trajectory(rng: random.Random) -> Trajectory:
+    """A compute task: the code computes the value, then answers it."""
     kind = rng.choice(["squares", "days", "percent", "factorial"])
     value: int | float  # a whole number, except a percent
     if kind == "squares":
@@ -301,8 +310,8 @@ def _compute(rng: random.Random) -> Trajectory:
         task = f"What is the factorial of {n}?"
         code, value = f"import math\nprint(math.factorial({n}))", __import__("math").factorial(n)
     outputs = [
-        _step("I will compute this with code instead of guessing, and print the result.", code),
-        _step(f"The code printed {value}. That is the answer.", f"final_answer({value!r})"),
+        code_step("I will compute this with code instead of guessing, and print the result.", code),
+        code_step(f"The code printed {value}. That is the answer.", f"final_answer({value!r})"),
     ]
     return Trajectory("compute", task, [], [], outputs, expected_tool="python", answer=str(value))
 
@@ -316,11 +325,11 @@ TRAIN_MIX = (("fact_direct", 16), ("fact_refine", 10), ("fact_disagree", 10),
 def training_tasks(seed: int = 0, mix: tuple[tuple[str, int], ...] = TRAIN_MIX) -> list[Trajectory]:
     """The training trajectories, seeded, shuffled; only :data:`TRAIN_FAMILIES`."""
     rng = random.Random(seed)
-    makers = {"fact_direct": lambda: _fact_lookup(rng, "direct"),
-              "fact_refine": lambda: _fact_lookup(rng, "refine"),
-              "fact_disagree": lambda: _fact_lookup(rng, "disagree"),
-              "lookup_then_draw": lambda: _lookup_then_draw(rng),
-              "run_and_fix": lambda: _run_and_fix(rng), "compute": lambda: _compute(rng)}
+    makers = {"fact_direct": lambda: fact_lookup_trajectory(rng, "direct"),
+              "fact_refine": lambda: fact_lookup_trajectory(rng, "refine"),
+              "fact_disagree": lambda: fact_lookup_trajectory(rng, "disagree"),
+              "lookup_then_draw": lambda: lookup_then_draw_trajectory(rng),
+              "run_and_fix": lambda: _run_and_fix(rng), "compute": lambda: compute_trajectory(rng)}
     unknown = [k for k, _ in mix if k not in makers]
     if unknown:
         raise ValueError(f"training mix: unknown kinds {unknown}; use {sorted(makers)}.")
@@ -348,19 +357,19 @@ def held_out_tasks(seed: int = 1000, extra: int = 1) -> list[Trajectory]:
     for _ in range(extra):
         city = rng.choice(["Lyon", "Oslo", "Porto", "Krakow"])
         t1, t2 = rng.randint(4, 12), rng.randint(14, 22)
-        pages = [_forum(rng, "current"), _forum(rng, "current"),
-                 _page(f"{city} weather now | MeteoCity", "meteocity", city.lower(),
+        pages = [forum_page(rng, "current"), forum_page(rng, "current"),
+                 search_page(f"{city} weather now | MeteoCity", "meteocity", city.lower(),
                        f"{city} station: {t1} °C, overcast. Wind N 8 km/h."),
-                 _page(f"Weather in {city} right now - SkyReport", "skyreport", city.lower(),
+                 search_page(f"Weather in {city} right now - SkyReport", "skyreport", city.lower(),
                        f"{city} now: sunny, +{t2}°. Feels like +{t2 - 1}°.")]
         tasks.append(Trajectory("weather", f"What is the current weather in {city}?",
                                 ["web_search"], pages, expected_tool="web_search"))
         hero, film, car = rng.choice([("Ethan Hunt", "Dead Reckoning", "Fiat 500"),
                                       ("Dominic Toretto", "Fast X", "Dodge Charger"),
                                       ("Batman", "The Batman", "Batmobile muscle car")])
-        pages = [_page(f"{film} - the latest {hero} movie", "filmfacts", film.lower().replace(" ", "-"),
+        pages = [search_page(f"{film} - the latest {hero} movie", "filmfacts", film.lower().replace(" ", "-"),
                        f"{film} is the latest movie with {hero}."),
-                 _page(f"The cars of {film}", "motorscreen", "cars",
+                 search_page(f"The cars of {film}", "motorscreen", "cars",
                        f"In {film}, the car {hero} drives in the big chase is a {car}.")]
         tasks.append(Trajectory("film_vehicle_photo",
                                 f"Generate me a photo of the car that {hero} drove in the latest movie",

@@ -27,7 +27,7 @@ import random
 import re
 from typing import Any
 
-from course.finetune.data import Trajectory, _forum, _page, held_out_tasks
+from course.finetune.data import Trajectory, forum_page, held_out_tasks, search_page
 
 __all__ = ["KIN_PER_FAMILY", "answer_problem", "by_family", "by_family_text", "held_out_set",
            "list_values", "source_figures"]
@@ -64,11 +64,11 @@ _DEBUG_TASKS = [
 def _weather_kin(rng: random.Random, city: str) -> Trajectory:
     t1, t2 = rng.sample(range(2, 29), 2)
     c1, c2 = rng.sample(_CONDITIONS, 2)
-    a = _page(f"{city} weather now | {rng.choice(['MeteoCity', 'WeatherDesk'])}", "meteocity",
+    a = search_page(f"{city} weather now | {rng.choice(['MeteoCity', 'WeatherDesk'])}", "meteocity",
               city.lower(), f"{city} station: {t1} °C, {c1}. Wind N {rng.randint(3, 30)} km/h.")
-    b = _page(f"Weather in {city} right now - {rng.choice(['SkyReport', 'AirNow'])}", "skyreport",
+    b = search_page(f"Weather in {city} right now - {rng.choice(['SkyReport', 'AirNow'])}", "skyreport",
               city.lower(), f"{city} now: {c2}, +{t2}°.")
-    pages = [_forum(rng, "current"), _forum(rng, "current"), *rng.sample([a, b], 2)]
+    pages = [forum_page(rng, "current"), forum_page(rng, "current"), *rng.sample([a, b], 2)]
     task = rng.choice(["What is the current weather in {c}?", "What's the weather in {c} right now?",
                        "Tell me the current weather in {c}."]).format(c=city)
     return Trajectory("weather", task, ["web_search"], pages, expected_tool="web_search")
@@ -77,11 +77,11 @@ def _weather_kin(rng: random.Random, city: str) -> Trajectory:
 def _vehicle_kin(rng: random.Random, hero: tuple[str, str, str, str, str]) -> Trajectory:
     name, film, car, old_film, old_car = hero
     slug = film.lower().replace(" ", "-")
-    pages = [_page(f"{film} - the latest {name} movie", "filmfacts", slug,
+    pages = [search_page(f"{film} - the latest {name} movie", "filmfacts", slug,
                    f"{film} is the latest movie with {name}, released this year."),
-             _page(f"The cars of {film}", "motorscreen", f"{slug}-cars",
+             search_page(f"The cars of {film}", "motorscreen", f"{slug}-cars",
                    f"In {film}, the car {name} drives in the big chase is a {car}."),
-             _page(f"{old_film}: looking back", "filmfacts", old_film.lower().replace(" ", "-"),
+             search_page(f"{old_film}: looking back", "filmfacts", old_film.lower().replace(" ", "-"),
                    f"In the earlier movie {old_film}, {name} drove a {old_car}.")]
     rng.shuffle(pages)
     tool = rng.choice(["image_generator", "text_to_image"])

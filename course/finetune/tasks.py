@@ -36,14 +36,14 @@ from collections.abc import Callable
 
 from course.finetune.data import (
     Trajectory,
-    _bug,
-    _compute,
-    _fact_lookup,
-    _fix_trajectory,
-    _lookup_then_draw,
-    _name,
-    _page,
-    _step,
+    code_step,
+    compute_trajectory,
+    fact_lookup_trajectory,
+    fix_trajectory,
+    lookup_then_draw_trajectory,
+    made_up_name,
+    script_bug,
+    search_page,
 )
 
 __all__ = ["FAMILIES", "FAMILY_WEIGHTS", "generate"]
@@ -51,13 +51,13 @@ __all__ = ["FAMILIES", "FAMILY_WEIGHTS", "generate"]
 
 # ----- lookups -----
 def lookup_one(rng: random.Random) -> Trajectory:
-    t = _fact_lookup(rng, "direct")
+    t = fact_lookup_trajectory(rng, "direct")
     t.family = "lookup_one"
     return t
 
 
 def lookup_refine(rng: random.Random) -> Trajectory:
-    t = _fact_lookup(rng, "refine")
+    t = fact_lookup_trajectory(rng, "refine")
     t.family = "lookup_refine"
     return t
 
@@ -89,16 +89,16 @@ def _price_value(what: str, rng: random.Random) -> str:
 
 def lookup_two_agree(rng: random.Random) -> Trajectory:
     question, query, what, sentence = rng.choice(_PRICES)
-    x = _name(rng)
+    x = made_up_name(rng)
     v = _price_value(what, rng)
-    a = _page(f"{x} {what}: visitor information", f"{x.lower()}-info", "visit", sentence.format(x=x, v=v))
-    b = _page(f"Guide to {x}", rng.choice(["cityguide", "almanac", "localnews"]), x.lower(),
+    a = search_page(f"{x} {what}: visitor information", f"{x.lower()}-info", "visit", sentence.format(x=x, v=v))
+    b = search_page(f"Guide to {x}", rng.choice(["cityguide", "almanac", "localnews"]), x.lower(),
               f"Good to know before you go: {sentence.format(x=x, v=v)}")
     pages = [a, b] if rng.random() < 0.5 else [b, a]
     outputs = [
-        _step(f"I need to find this out. I will search the web for the {what}.",
+        code_step(f"I need to find this out. I will search the web for the {what}.",
               f'results = web_search(query="{query.format(x=x)}")\nprint(results)'),
-        _step(f"Two sources agree: '{a['title']}' and '{b['title']}' both say {v}. I can answer.",
+        code_step(f"Two sources agree: '{a['title']}' and '{b['title']}' both say {v}. I can answer.",
               f'final_answer("{v} (source: {a["title"]})")'),
     ]
     return Trajectory("lookup_two_agree", question.format(x=x), ["web_search"], pages, outputs,
@@ -107,25 +107,25 @@ def lookup_two_agree(rng: random.Random) -> Trajectory:
 
 def lookup_conflict(rng: random.Random) -> Trajectory:
     if rng.random() < 0.4:
-        t = _fact_lookup(rng, "disagree")
+        t = fact_lookup_trajectory(rng, "disagree")
         t.family = "lookup_conflict"
         return t
     question, query, what, sentence = rng.choice(_PRICES)
-    x = _name(rng)
+    x = made_up_name(rng)
     v = _price_value(what, rng)
     v2 = _price_value(what, rng)
     while v2 == v:
         v2 = _price_value(what, rng)
     y_new, y_old = rng.randint(2022, 2025), rng.randint(2010, 2019)
-    new = _page(f"{x} {what} - updated {y_new}", f"{x.lower()}-official", "info",
+    new = search_page(f"{x} {what} - updated {y_new}", f"{x.lower()}-official", "info",
                 f"Updated {y_new}. {sentence.format(x=x, v=v)}")
-    old = _page(f"{x}: a visit in {y_old}", "someblog", x.lower(),
+    old = search_page(f"{x}: a visit in {y_old}", "someblog", x.lower(),
                 f"Written in {y_old}. {sentence.format(x=x, v=v2)}")
     pages = [old, new] if rng.random() < 0.5 else [new, old]
     outputs = [
-        _step(f"I need the {what} information. I will search the web first.",
+        code_step(f"I need the {what} information. I will search the web first.",
               f'results = web_search(query="{query.format(x=x)}")\nprint(results)'),
-        _step(f"The sources disagree: '{new['title']}' says {v}, '{old['title']}' says {v2}. "
+        code_step(f"The sources disagree: '{new['title']}' says {v}, '{old['title']}' says {v2}. "
               f"I will not merge them. The page updated in {y_new} is newer, so I answer with "
               "its value and name it.",
               f'final_answer("{v}, according to {new["title"]} (an older page says otherwise)")'),
@@ -136,20 +136,20 @@ def lookup_conflict(rng: random.Random) -> Trajectory:
 
 def lookup_miss(rng: random.Random) -> Trajectory:
     question, _query, what, sentence = rng.choice(_PRICES)
-    x = _name(rng)
+    x = made_up_name(rng)
     v = _price_value(what, rng)
-    good = _page(f"{x} {what}", rng.choice(["cityguide", "almanac"]), x.lower(), sentence.format(x=x, v=v))
-    other = _page(f"{_name(rng)} market days", "events", "market", "Fresh bread and cheese every Saturday.")
+    good = search_page(f"{x} {what}", rng.choice(["cityguide", "almanac"]), x.lower(), sentence.format(x=x, v=v))
+    other = search_page(f"{made_up_name(rng)} market days", "events", "market", "Fresh bread and cheese every Saturday.")
     typo = x[:-2] + x[-1] + x[-2] if x[-1] != x[-2] else x + "h"  # two letters swapped
     junk = rng.choice(["official brochure 2031", "exact figure scan", "archived flyer pdf"])
     long_query = f"{typo} {junk}"
     short = f"{x} {what}"
     outputs = [
-        _step("I need to find this. I will search the web.",
+        code_step("I need to find this. I will search the web.",
               f'results = web_search(query="{long_query}")\nprint(results)'),
-        _step(f"The search found nothing. I will search again with a shorter query, with the "
+        code_step(f"The search found nothing. I will search again with a shorter query, with the "
               f"name spelt as in the task: {x}.", f'results = web_search(query="{short}")\nprint(results)'),
-        _step(f"The page '{good['title']}' says: {good['description']} I can answer.",
+        code_step(f"The page '{good['title']}' says: {good['description']} I can answer.",
               f'final_answer("{v} (source: {good["title"]})")'),
     ]
     return Trajectory("lookup_miss", question.format(x=x), ["web_search"], [other, good], outputs,
@@ -158,7 +158,7 @@ def lookup_miss(rng: random.Random) -> Trajectory:
 
 # ----- a lookup, then an action -----
 def lookup_then_draw(rng: random.Random) -> Trajectory:
-    return _lookup_then_draw(rng)
+    return lookup_then_draw_trajectory(rng)
 
 
 _HOPS = [  # (task, first query, first sentence, second query, second sentence, things)
@@ -179,17 +179,17 @@ _HOPS = [  # (task, first query, first sentence, second query, second sentence, 
 
 def two_hop_draw(rng: random.Random) -> Trajectory:
     task, q1, s1, q2, s2, things = rng.choice(_HOPS)
-    x, y, z, v = _name(rng), _name(rng), _name(rng), rng.choice(things)
+    x, y, z, v = made_up_name(rng), made_up_name(rng), made_up_name(rng), rng.choice(things)
     image_tool = rng.choice(["image_generator", "text_to_image"])
-    p1 = _page(f"{x}: results", "sportsnews", x.lower(), s1.format(x=x, y=y, z=z))
-    p2 = _page(f"{y}: facts", "wikifacts", y.lower(), s2.format(y=y, v=v))
-    p3 = _page(f"{z}: facts", "wikifacts", z.lower(), f"{z} is known for its long history.")
+    p1 = search_page(f"{x}: results", "sportsnews", x.lower(), s1.format(x=x, y=y, z=z))
+    p2 = search_page(f"{y}: facts", "wikifacts", y.lower(), s2.format(y=y, v=v))
+    p3 = search_page(f"{z}: facts", "wikifacts", z.lower(), f"{z} is known for its long history.")
     outputs = [
-        _step("I do not know what to draw yet. First I find out who won, then what to draw.",
+        code_step("I do not know what to draw yet. First I find out who won, then what to draw.",
               f'result = web_search(query="{q1.format(x=x)}")\nprint(result)'),
-        _step(f"The search says: {p1['description']} Now I look up {y}.",
+        code_step(f"The search says: {p1['description']} Now I look up {y}.",
               f'result = web_search(query="{q2.format(y=y)}")\nprint(result)'),
-        _step(f"The search says: {p2['description']} Now I generate an image of a {v}.",
+        code_step(f"The search says: {p2['description']} Now I generate an image of a {v}.",
               f'image = {image_tool}(prompt="a {v}, detailed, high-res")\nfinal_answer(image)'),
     ]
     return Trajectory("two_hop_draw", task.format(x=x), ["web_search", image_tool], [p1, p2, p3],
@@ -198,10 +198,10 @@ def two_hop_draw(rng: random.Random) -> Trajectory:
 
 # ----- run, read the error, fix, run again -----
 def _more_bugs(rng: random.Random) -> tuple[str, str, str]:
-    """Bugs of other kinds than :func:`course.finetune.data._bug` (none is an index error)."""
+    """Bugs of other kinds than :func:`course.finetune.data.script_bug` (none is an index error)."""
     kind = rng.choice(["upper", "none_len", "int_text", "zero_div", "unpack", "dict_attr"])
     name = rng.choice(["names", "words", "labels", "cities", "colours"])
-    words = [_name(rng).lower() for _ in range(rng.randint(2, 4))]
+    words = [made_up_name(rng).lower() for _ in range(rng.randint(2, 4))]
     if kind == "upper":
         bad = f"{name} = {words}\nfor w in {name}:\n    print(w.uppercase())\n"
         good = f"{name} = {words}\nfor w in {name}:\n    print(w.upper())\n"
@@ -247,14 +247,14 @@ _FIX_TASKS = [
 
 
 def run_and_fix(rng: random.Random) -> Trajectory:
-    bad, good, why = _bug(rng) if rng.random() < 0.45 else _more_bugs(rng)
-    return _fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
+    bad, good, why = script_bug(rng) if rng.random() < 0.45 else _more_bugs(rng)
+    return fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
 
 
 # ----- compute -----
 def compute(rng: random.Random) -> Trajectory:
     if rng.random() < 0.5:
-        return _compute(rng)
+        return compute_trajectory(rng)
     kind = rng.choice(["mean", "convert", "count", "minutes"])
     if kind == "mean":
         xs = [rng.randint(1, 99) for _ in range(rng.randint(3, 6))]
@@ -265,7 +265,7 @@ def compute(rng: random.Random) -> Trajectory:
         task = f"How many miles are {km} kilometres? Round to one decimal."
         code, value = f"print(round({km} / 1.609344, 1))", round(km / 1.609344, 1)
     elif kind == "count":
-        word = _name(rng, 3).lower()
+        word = made_up_name(rng, 3).lower()
         letter = rng.choice(sorted(set(word)))
         task = f"How many times does the letter '{letter}' occur in the word '{word}'?"
         code, value = f"print('{word}'.count('{letter}'))", word.count(letter)
@@ -274,8 +274,8 @@ def compute(rng: random.Random) -> Trajectory:
         task = f"How many minutes are {h} hours and {m} minutes?"
         code, value = f"print({h} * 60 + {m})", h * 60 + m
     outputs = [
-        _step("I will compute this with code instead of guessing, and print the result.", code),
-        _step(f"The code printed {value}. That is the answer.", f"final_answer({value!r})"),
+        code_step("I will compute this with code instead of guessing, and print the result.", code),
+        code_step(f"The code printed {value}. That is the answer.", f"final_answer({value!r})"),
     ]
     return Trajectory("compute", task, [], [], outputs, expected_tool="python", answer=str(value))
 
@@ -293,11 +293,11 @@ _CANNOT = [  # (task, what is missing)
 
 def refusal(rng: random.Random) -> Trajectory:
     task, what = rng.choice(_CANNOT)
-    x = _name(rng)
+    x = made_up_name(rng)
     tools = rng.choice([["web_search"], [], ["web_search", "image_generator"]])
     listed = ", ".join(tools) if tools else "no tools except final_answer"
     outputs = [
-        _step(f"The task asks me to {what.split(' on ')[0]}. My tools are: {listed}. None of them "
+        code_step(f"The task asks me to {what.split(' on ')[0]}. My tools are: {listed}. None of them "
               f"can do it, so I say so instead of pretending.",
               f'final_answer("I cannot do this: I have no tool to {what}.")'),
     ]
@@ -305,14 +305,14 @@ def refusal(rng: random.Random) -> Trajectory:
 
 
 def tool_error(rng: random.Random) -> Trajectory:
-    t = _fact_lookup(rng, "direct")
+    t = fact_lookup_trajectory(rng, "direct")
     wrong = rng.choice(["q", "text", "search"])
     first, answer = t.outputs
     code = first.split("<code>\n", 1)[1].rsplit("\n</code>", 1)[0]
     bad_code = code.replace("web_search(query=", f"web_search({wrong}=", 1)
     outputs = [
-        _step("I need to find this. I will search the web first.", bad_code),
-        _step(f"The call failed: web_search takes an argument named query, not {wrong}. "
+        code_step("I need to find this. I will search the web first.", bad_code),
+        code_step(f"The call failed: web_search takes an argument named query, not {wrong}. "
               "I call it again with the right argument.", code),
         answer,
     ]
@@ -323,7 +323,7 @@ def tool_error(rng: random.Random) -> Trajectory:
 # ----- no tool needed -----
 def no_tool(rng: random.Random) -> Trajectory:
     kind = rng.choice(["greet", "upper", "larger", "thanks"])
-    x = _name(rng)
+    x = made_up_name(rng)
     if kind == "greet":
         task, answer = f"Write a one-line greeting for my colleague {x}.", f"Hello {x}, good to see you!"
     elif kind == "upper":
@@ -335,7 +335,7 @@ def no_tool(rng: random.Random) -> Trajectory:
         task, answer = f"Say thank you to {x} for the flowers, in one short sentence.", (
             f"Thank you for the flowers, {x}!")
     tools = rng.choice([["web_search"], []])
-    outputs = [_step("This needs no tool and no search: I can answer directly.",
+    outputs = [code_step("This needs no tool and no search: I can answer directly.",
                      f"final_answer({answer!r})")]
     return Trajectory("no_tool", task, tools, [], outputs, expected_tool="final_answer", answer=answer)
 
