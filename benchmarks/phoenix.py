@@ -6,7 +6,7 @@ folder, and measures:
 
 - the seconds until it answers (its first start: the database is made);
 - the resident memory (RSS) of its process tree, idle, after ``--settle`` seconds;
-- the seconds to send each of the note's three replayed runs (course.agents.spans.send_spans,
+- the seconds to send each of the note's three replayed runs (course.tools.spans.send_spans,
   the SDK's OTLP/HTTP exporter, made afresh for each run, the first one importing it; the
   replays themselves are not timed) and until Phoenix's REST API returns every span sent (it
   stores them in batches);
@@ -75,9 +75,9 @@ def main() -> None:
     options = parser.parse_args()
 
     from course.agents.replay import replay_run
-    from course.agents.spans import capture, otlp_target, send_spans
     from course.agents.traces import RECORDINGS_DIR, load_run
     from course.phoenix import phoenix_installed, start_phoenix
+    from course.tools.spans import capture, otlp_target, send_spans
 
     if not phoenix_installed():
         sys.exit("Phoenix's environment is missing: run `make phoenix-env` first")

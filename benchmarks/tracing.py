@@ -4,7 +4,7 @@ Spans are on by default (importing ``course.agents`` instruments smolagents and 
 the course's runners capture their run's spans and read its ``Run`` from them. This measures
 what that costs, on the same agent run made three ways, in alternating rounds:
 
-- ``off``: no instrumentation (``course.agents.spans.uninstrument``): the same ``CodeAgent``,
+- ``off``: no instrumentation (``course.tools.spans.uninstrument``): the same ``CodeAgent``,
   model, tools behind the door and step limit as the runner builds, run bare;
 - ``on``: instrumented, the same bare run: spans are made and, with no capture open, dropped
   (what every run a lesson makes outside the runners pays);
@@ -106,7 +106,7 @@ def main() -> None:
                         help="a live step with the active agent model instead of the replay")
     options = parser.parse_args()
 
-    from course.agents import spans as tracing
+    from course.tools import spans as tracing
 
     made = live_kinds() if options.live else replay_kinds(options.no_tokenizers)
 

@@ -11,7 +11,7 @@ sends spans to it, over OTLP/HTTP, with the SDK's exporter (the ``[phoenix]`` ex
 :func:`start_phoenix` is the same start for a test or a benchmark (:class:`PhoenixServer`: its
 addresses, its process, :meth:`~PhoenixServer.stop`); :func:`phoenix_version` asks whether a
 Phoenix answers at an address (a lesson sends its spans there when one does; sending is
-:func:`course.agents.spans.send_spans`).
+:func:`course.tools.spans.send_spans`).
 
 Offline: Phoenix is started with its telemetry off (``PHOENIX_TELEMETRY_ENABLED=false``), no
 public-internet requests of its own (``PHOENIX_ALLOW_EXTERNAL_RESOURCES=false``: no web fonts,

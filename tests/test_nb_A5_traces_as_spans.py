@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from course.agents.spans import ENDPOINT_VARIABLES
 from course.phoenix import PHOENIX_URL, phoenix_version
+from course.tools.spans import ENDPOINT_VARIABLES
 
 NOTEBOOK = "A5_traces_as_spans.ipynb"  # executed once by the shared ``run`` fixture (conftest.py)
 

@@ -7,9 +7,11 @@ import json
 import pytest
 from opentelemetry import trace as trace_api
 
-from course.agents import spans as spans_module
 from course.agents.replay import ReplayModel, local_tokenizer, replay_run
-from course.agents.spans import (
+from course.agents.traces import RECORDINGS_DIR, load_run
+from course.phoenix import PHOENIX_URL
+from course.tools import spans as spans_module
+from course.tools.spans import (
     OTLP_HTTP_PACKAGE,
     PHOENIX_LOCAL,
     PROVENANCE_LABELS,
@@ -22,8 +24,6 @@ from course.agents.spans import (
     spans_from_otlp_json,
     uninstrument,
 )
-from course.agents.traces import RECORDINGS_DIR, load_run
-from course.phoenix import PHOENIX_URL
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,20 +34,22 @@ def instrumentation():
     instrument()
 
 
-def test_spans_are_on_by_default_in_a_new_process():
-    """Importing the agent package is enough: smolagents and LangChain runs then emit spans
-    through the course's provider, with no capture around them."""
+@pytest.mark.parametrize("first_import", ["course.tools.graph", "course.agents.traces"])
+def test_spans_are_on_by_default_in_a_new_process(first_import):
+    """Importing chapter 01's package (lesson 01's graphs) or the agent package (which imports
+    it) is enough: smolagents and LangChain runs then emit spans through the course's provider,
+    with no capture around them."""
     import subprocess
     import sys
 
-    code = """
-import course.agents.traces
+    code = f"""
+import {first_import}
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from langchain_core.runnables import RunnableLambda
-from course.agents.spans import add_span_processor
+from course.tools.spans import add_span_processor
 print(SmolagentsInstrumentor().is_instrumented_by_opentelemetry,
       LangChainInstrumentor().is_instrumented_by_opentelemetry)
 exporter = InMemorySpanExporter()

@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from course.agents.spans import capture, load_spans
 from course.agents.traces import (
     RECORDINGS_DIR,
     Run,
@@ -20,6 +19,7 @@ from course.agents.traces import (
     tool_calls_in_code,
 )
 from course.tools.calls import ToolCall
+from course.tools.spans import capture, load_spans
 
 RECORDINGS = RECORDINGS_DIR
 BEFORE = json.loads((RECORDINGS.parents[2] / "tests" / "fixtures" /

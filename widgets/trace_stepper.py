@@ -1,7 +1,7 @@
 """A widget to step through an agent trace: code, observation, tokens and flags, one step at a time.
 
 ``TraceStepper(trace)`` is an ``ipywidgets.VBox``: make it the cell's last expression. It takes a
-run's OpenTelemetry spans (:class:`course.agents.spans.Spans`), the
+run's OpenTelemetry spans (:class:`course.tools.spans.Spans`), the
 :class:`~course.agents.traces.Run` read from them (a replay's, a live run's, a recording's), or
 the path of a run saved as OTLP JSON; spans and files are read with
 :func:`course.agents.traces.run_from_spans`, the one reading of a trace. Previous/next buttons and a slider choose the step; the view shows the step's thought, its
@@ -29,9 +29,9 @@ from typing import Any
 import ipywidgets as w
 
 from course.agents.evaluation import check_trajectory
-from course.agents.spans import Spans
 from course.agents.traces import Run, TraceError, load_run, run_from_spans
 from course.drawing import figure_png
+from course.tools.spans import Spans
 from widgets import Displayed
 
 __all__ = ["TraceStepper", "highlight_code"]
@@ -48,7 +48,7 @@ def _validated(trace: Run | Spans | str | Path) -> Run:
         run = trace
         where = trace.title or "trace"
     else:
-        raise TraceError(f"TraceStepper needs a run's spans (course.agents.spans.Spans), a "
+        raise TraceError(f"TraceStepper needs a run's spans (course.tools.spans.Spans), a "
                          f"course.agents.traces.Run or a path to a saved run, got "
                          f"{type(trace).__name__}.")
     if not run.steps:

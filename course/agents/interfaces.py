@@ -32,7 +32,6 @@ from typing import Any
 from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.utils import AgentError
 
-from course.agents import spans as tracing
 from course.agents.live import (
     LivePlan,
     choice_label,
@@ -43,6 +42,7 @@ from course.agents.live import (
 from course.agents.replay import ReplayModel, local_tokenizer, tokenizer_name
 from course.agents.traces import Run, run_from_spans
 from course.records import Record
+from course.tools import spans as tracing
 from course.tools.examples import get_weather
 from course.tools.for_libraries import smolagents_door
 

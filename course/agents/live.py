@@ -47,12 +47,12 @@ from smolagents import CodeAgent
 from smolagents.memory import ActionStep
 from smolagents.utils import AgentError
 
-from course.agents import spans as tracing
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_spans
 from course.records import Record
 from course.settings import MODEL_SETTING, active_model
+from course.tools import spans as tracing
 from course.tools.constrained import PrefixCache, StopWhenReply
 from course.tools.for_libraries import smolagents_door
 

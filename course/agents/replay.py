@@ -8,7 +8,7 @@ tools it was given (the offline tools of :mod:`course.agents.offline_tools` by d
 behind chapter 01's door (:func:`course.tools.for_libraries.smolagents_door`). The
 observations and errors of a replay are computed here; the model outputs (and so the final
 answers they contain) keep the recording's label, usually *reconstructed*. The replay's trace is
-read from its OpenTelemetry spans (:func:`course.agents.spans.capture` with the recording:
+read from its OpenTelemetry spans (:func:`course.tools.spans.capture` with the recording:
 labelled ``recorded``, its figures on the LLM spans; :func:`course.agents.traces.run_from_spans`).
 
 While replaying, the model measures the prompt smolagents actually sends at each step: the
@@ -47,9 +47,9 @@ from smolagents.models import (
 )
 from smolagents.monitoring import TokenUsage
 
-from course.agents import spans as tracing
 from course.agents.offline_tools import make_tools
 from course.agents.traces import Run, TraceError, run_from_spans
+from course.tools import spans as tracing
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["Replay", "ReplayExhausted", "ReplayModel", "local_tokenizer", "native_tool_calls",

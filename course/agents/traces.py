@@ -4,7 +4,7 @@ A :class:`Run` is a task, the model that worked on it, the tools it had, and its
 :class:`TraceStep` records. A step holds the model's output (its thought and its code), the tool
 calls the code makes, the observation the runtime appended, the error if any, and token figures.
 
-A run's one format is its OpenTelemetry spans (:mod:`course.agents.spans`): a ``Run`` is read
+A run's one format is its OpenTelemetry spans (:mod:`course.tools.spans`): a ``Run`` is read
 from the spans of an agent's run (:func:`run_from_spans`; the course's runners capture them), it
 keeps them (``Run.spans``), and it is saved and loaded as OTLP JSON (:func:`save_run`,
 :func:`load_run`). A run that never ran here (a recording the course wrote from a published
@@ -369,17 +369,17 @@ def run_from_spans(spans: Any, agent: Any = None) -> Run:
     the model output, token counts and native tool calls from the step's LLM span (a code
     agent's tool calls are read from the code, as :func:`tool_calls_in_code` reads them); the
     final answer from the final-answer TOOL span of the step that gave it. From the course's
-    attributes (:mod:`course.agents.spans`): who wrote the outputs, where each figure comes from,
+    attributes (:mod:`course.tools.spans`): who wrote the outputs, where each figure comes from,
     the prompts measured here, and ``course.run.*`` (title, notes...). Raises
     :class:`TraceError` when the spans hold no agent run.
     """
-    from course.agents import spans as otel
+    from course.tools import spans as otel
 
     spans = spans if isinstance(spans, otel.Spans) else otel.Spans(list(spans))
     agent = agent if agent is not None else next(iter(spans.agents), None)
     if agent is None:
         raise TraceError("the spans hold no AGENT span: there is no agent run to read. Fix: "
-                         "capture the spans of an agent's run (course.agents.spans.capture).")
+                         "capture the spans of an agent's run (course.tools.spans.capture).")
     a = _attrs(agent)
     _check_labels(spans, agent)
     about = {name: a.get(otel.RUN_PREFIX + name) for name in _RUN_FIELDS}
@@ -434,7 +434,7 @@ def run_from_spans(spans: Any, agent: Any = None) -> Run:
 
 def _check_labels(spans: Any, agent: Any) -> None:
     """Refuse a label the course does not use, naming the attribute and the span."""
-    from course.agents import spans as otel
+    from course.tools import spans as otel
 
     checks = ((otel.OUTPUTS, OUTPUT_LABELS), (otel.TOKEN_FIGURES, FIGURE_LABELS),
               (otel.RECORDING_FIGURES, FIGURE_LABELS), (otel.PROVENANCE, otel.PROVENANCE_LABELS))
@@ -448,7 +448,7 @@ def _check_labels(spans: Any, agent: Any) -> None:
 
 def _step(number: int, chain: Any, llm: Any, tool_names: list[str],
           counted: bool) -> TraceStep:
-    from course.agents import spans as otel
+    from course.tools import spans as otel
 
     c = _attrs(chain) if chain is not None else {}
     m = _attrs(llm) if llm is not None else {}
@@ -519,7 +519,7 @@ def spans_from_run(run: Run, provenance: str | None = None) -> Any:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import StatusCode, set_span_in_context
 
-    from course.agents import spans as otel
+    from course.tools import spans as otel
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource({"service.name": "agents-workbook"}),
@@ -587,7 +587,7 @@ def spans_from_run(run: Run, provenance: str | None = None) -> Any:
 
 def _llm_attributes(run: Run, step: TraceStep, label: str) -> dict[str, Any]:
     """The LLM span of a written step: its model output, native tool calls and figures."""
-    from course.agents import spans as otel
+    from course.tools import spans as otel
 
     output = step.model_output or (_join_thought_and_code(step.thought, step.code)
                                    if step.thought or step.code else "")
@@ -623,7 +623,7 @@ def save_run(run: Run, path: str | Path) -> Path:
 def load_run(path: str | Path) -> Run:
     """Read a run saved by :func:`save_run` (or any OTLP JSON of a smolagents run); errors
     name the file and what is wrong."""
-    from course.agents.spans import spans_from_otlp_json
+    from course.tools.spans import spans_from_otlp_json
 
     path = Path(path)
     if not path.is_file():

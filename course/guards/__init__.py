@@ -21,8 +21,8 @@ confirmation knows none of them.
 
 Notebooks and other chapters import each name from the module that defines it
 (``from course.guards.<module> import ...``); this package exports nothing itself. Importing it
-switches on chapter 02's OpenTelemetry spans (:mod:`course.agents`), so the chapter's smolagents
+switches on the OpenTelemetry spans (:mod:`course.tools.spans`), so the chapter's smolagents
 and LangGraph runs emit them too.
 """
 
-import course.agents  # noqa: F401 - switches the spans on
+import course.tools  # noqa: F401 - switches the spans on

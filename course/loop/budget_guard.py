@@ -23,11 +23,11 @@ from smolagents.monitoring import LogLevel
 from smolagents.utils import AgentError, AgentMaxStepsError
 
 from course.agents.replay import ReplayModel, local_tokenizer
-from course.agents.spans import capture
 from course.agents.traces import run_from_spans
 from course.loop.agent_loop import StopReason, StopRules
 from course.records import Record, json_safe
 from course.tools.for_libraries import smolagents_door
+from course.tools.spans import capture
 
 __all__ = ["BudgetGuard", "LibraryRun", "budgeted_code_agent", "run_smolagents_with_budget",
            "scripted_code_model"]

@@ -25,7 +25,18 @@
   judged by BFCL's own AST checker (``python -m course.tools.bfcl`` is the full run).
 - :mod:`.sales`: the tool as the source of truth (a deterministic sales tool).
 - :mod:`.mcp_server`: a small MCP server of coarse business actions, and its client.
+- :mod:`.spans`: every agent run as OpenTelemetry spans (OpenInference's instrumentation), with
+  the door's verdict on each tool call; saved and loaded as OTLP JSON: the one trace format.
+
+Importing the package switches the spans on (:func:`.spans.instrument`): from then on every
+smolagents and LangChain / LangGraph run in the process, this chapter's graphs included, emits
+spans through the course's provider, whether or not a ``capture()`` collects them (appendix A5
+reads them; every later chapter imports this package).
 
 Notebooks and other chapters import each name from the module that defines it
 (``from course.tools.<module> import ...``); this package exports nothing itself.
 """
+
+from course.tools import spans
+
+spans.instrument()
