@@ -23,9 +23,9 @@ tokenizer, ``qwen_input_tokens`` with the Qwen tokenizer).
 
 Not handled here: running agents (:mod:`course.agents.replay`), judging trajectories
 (:mod:`course.agents.evaluation`), images (an image observation is kept as its text summary),
-managed agents (a run is one AGENT span's steps), streaming runs. :func:`run_from_smolagents`
-still reads a smolagents agent's memory for the code that runs agents without spans (the
-fine-tuning data and evaluation, the budget guard).
+managed agents (a run is one AGENT span's steps), streaming runs, and a run whose spans were not
+captured (every runner of the course captures its run's spans; a ``Run`` is never read from an
+agent's memory beside them).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from course.drawing import safe_text
 from course.tools.calls import ToolCall
 
 __all__ = ["RECORDINGS_DIR", "Run", "TraceError", "TraceStep", "content_text", "load_run",
-           "prompt_tokens_figure", "run_from_smolagents", "run_from_spans", "save_run",
+           "prompt_tokens_figure", "run_from_spans", "save_run",
            "spans_from_run", "split_thought_and_code", "tool_calls_in_code"]
 
 FIGURE_LABELS = ("measured", "recorded", "derived", "reconstructed", "scripted")
@@ -703,93 +703,6 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content)
-
-
-def run_from_smolagents(agent: Any, task: str | None = None, figures: str = "measured",
-                        model_id: str | None = None, title: str = "",
-                        source: str = "measured") -> Run:
-    """Convert a smolagents agent's memory (``agent.memory.steps``) into a :class:`Run`.
-
-    Token figures come from each step's ``token_usage`` (what the model object reported);
-    ``figures`` labels them and ``source`` labels the model outputs. Tool calls are read from each
-    step's code (a ``CodeAgent``) or are the step's native tool calls (a ``ToolCallingAgent``);
-    planning steps are skipped. Works after ``agent.run(...)`` for a live model or a replay.
-    """
-    from smolagents.memory import ActionStep, TaskStep
-
-    if figures not in FIGURE_LABELS:
-        raise TraceError(f"figures={figures!r}: must be one of {list(FIGURE_LABELS)}.")
-    if source not in OUTPUT_LABELS:
-        raise TraceError(f"source={source!r}: must be one of {list(OUTPUT_LABELS)}.")
-    tool_names = [name for name in getattr(agent, "tools", {}) if name != "final_answer"]
-    all_tools = [*tool_names, "final_answer"]
-    steps: list[TraceStep] = []
-    found_task = task
-    final_answer = None
-    for memory_step in agent.memory.steps:
-        if isinstance(memory_step, TaskStep) and found_task is None:
-            found_task = memory_step.task
-        if not isinstance(memory_step, ActionStep):
-            continue
-        output = memory_step.model_output if isinstance(memory_step.model_output, str) else content_text(
-            memory_step.model_output)
-        thought, code = split_thought_and_code(output or "")
-        code = memory_step.code_action or code
-        usage = memory_step.token_usage
-        timing = memory_step.timing
-        duration = getattr(timing, "duration", None) if timing is not None else None
-        error = None
-        if memory_step.error is not None:
-            error = f"{type(memory_step.error).__name__}: {memory_step.error.message}" if hasattr(
-                memory_step.error, "message") else str(memory_step.error)
-        if memory_step.is_final_answer:
-            final_answer = _describe_output(memory_step.action_output)
-        calls = tool_calls_in_code(code or "", all_tools)
-        if not code and memory_step.tool_calls:  # a ToolCallingAgent: its native tool calls
-            calls = [ToolCall(c.name, dict(c.arguments) if isinstance(c.arguments, dict)
-                              else {"_0": c.arguments}) for c in memory_step.tool_calls]
-        steps.append(TraceStep(
-            number=len(steps) + 1,
-            thought=thought,
-            code=code or "",
-            tool_calls=calls,
-            observation=memory_step.observations or "",
-            error=error,
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            duration_s=round(duration, 3) if duration is not None else None,
-            figures=figures,
-            model_output=output or "",
-            is_final_answer=bool(memory_step.is_final_answer),
-        ))
-    model = getattr(agent, "model", None)
-    return Run(
-        task=found_task or "",
-        model_id=model_id or str(getattr(model, "model_id", None) or type(model).__name__),
-        steps=steps,
-        tools=tool_names,
-        final_answer=final_answer,
-        source=source,
-        title=title,
-    )
-
-
-def _describe_output(value: Any) -> str | None:
-    """A final answer as text; an image becomes a short description naming its size."""
-    if value is None:
-        return None
-    try:
-        from PIL import Image
-
-        image = value if isinstance(value, Image.Image) else getattr(value, "_raw", None)
-        if isinstance(image, Image.Image) or type(value).__name__ == "AgentImage":
-            raw = value.to_raw() if hasattr(value, "to_raw") else image
-            size = getattr(raw, "size", None)
-            path = getattr(value, "_path", None)
-            return f"<image {size[0]}x{size[1]}{' ' + str(path) if path else ''}>" if size else "<image>"
-    except ImportError:  # pragma: no cover - pillow comes with smolagents
-        pass
-    return str(value)
 
 
 # ----- figures -----

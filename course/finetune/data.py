@@ -410,7 +410,8 @@ def render(traj: Trajectory, tokenizer: Any, prompt_templates: dict[str, Any] | 
 
     from course.agents.evaluation import check_trajectory
     from course.agents.replay import ReplayModel
-    from course.agents.traces import run_from_smolagents
+    from course.agents.traces import run_from_spans
+    from course.tools import spans as tracing
     from course.tools.for_libraries import smolagents_door
 
     if not traj.outputs:
@@ -419,8 +420,9 @@ def render(traj: Trajectory, tokenizer: Any, prompt_templates: dict[str, Any] | 
     agent = CodeAgent(tools=smolagents_door(traj.make_tools()), model=model,
                       max_steps=len(traj.outputs), verbosity_level=-1,
                       prompt_templates=prompt_templates)
-    agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
-    run = run_from_smolagents(agent, task=traj.task, figures="scripted", source="scripted")
+    with tracing.capture(provenance="scripted") as captured:
+        agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
+    run = run_from_spans(captured)
     run.additional_args = dict(traj.additional_args)
     flags = check_trajectory(run)
     if len(model.prompts) != len(traj.outputs) or not run.steps[-1].is_final_answer:

@@ -124,8 +124,9 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
 
     from course.agents.evaluation import check_trajectory, script_runs
     from course.agents.live import stop_after_steps
-    from course.agents.traces import run_from_smolagents
+    from course.agents.traces import run_from_spans
     from course.finetune.heldout import answer_problem
+    from course.tools import spans as tracing
     from course.tools.for_libraries import smolagents_door
 
     tools = traj.make_tools()
@@ -134,12 +135,13 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
                       prompt_templates=prompt_templates)
     start = time.perf_counter()
     answer: Any = None
-    try:
-        answer = agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
-    except AgentError:
-        pass  # interrupted at the step limit: the trace says what happened
+    with tracing.capture(provenance="measured") as spans:
+        try:
+            answer = agent.run(traj.task, additional_args=dict(traj.additional_args) or None)
+        except AgentError:
+            pass  # interrupted at the step limit: the trace says what happened
     seconds = time.perf_counter() - start
-    trace = run_from_smolagents(agent, task=traj.task, figures="measured", source="measured")
+    trace = run_from_spans(spans)
     trace.additional_args = dict(traj.additional_args)
     steps = [s for s in trace.steps if s.model_output or s.code or s.error]
     parsed = [s for s in steps if s.code and not (s.error or "").startswith("AgentParsingError")]
