@@ -460,3 +460,16 @@ def test_a_failed_send_says_so_and_follows_nothing(weather):
     assert (sent.sent, sent.outcome) == (12, "FAILURE") and str(sent).endswith(
         "FAILURE; is the collector running there? (Phoenix: `python -m course phoenix`)")
     assert spans_module._PROCESSOR.extra == before and not spans_module._FOLLOWING
+
+
+def test_a_long_conversation_keeps_every_attribute_of_its_span(caplog):
+    """A span holds one attribute per message part (OpenInference): 300 of them are all kept,
+    without OpenTelemetry's "Attributes dict is full" warning (its default keeps 128)."""
+    from course.tools.spans import tracer_provider
+
+    span = tracer_provider().get_tracer("test").start_span("long conversation")
+    with caplog.at_level("WARNING"):
+        span.set_attributes({f"llm.input_messages.{i}.message.content": "hi" for i in range(300)})
+    span.end()
+    assert len(span.attributes) == 300
+    assert "Attributes dict is full" not in caplog.text

@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -96,7 +96,7 @@ from course.records import Record
 if TYPE_CHECKING:
     from smolagents.models import Model
 
-__all__ = ["COURSE_ATTRIBUTES", "ENDPOINT_VARIABLES", "OTLP_HTTP_PACKAGE", "PHOENIX_LOCAL",
+__all__ = ["COURSE_ATTRIBUTES", "ENDPOINT_VARIABLES", "MAX_SPAN_ATTRIBUTES", "OTLP_HTTP_PACKAGE", "PHOENIX_LOCAL",
            "PROVENANCE_LABELS", "OtlpTarget", "SpanTree", "Spans", "add_span_processor", "capture",
            "door_verdict", "instrument", "load_spans", "otlp_target", "send_spans",
            "spans_from_otlp_json", "tracer_provider", "uninstrument"]
@@ -123,6 +123,11 @@ COURSE_ATTRIBUTES = (PROVENANCE, OUTPUTS, STEP, TOKEN_FIGURES, MEASURED_PROMPT,
                      MEASURED_COMPLETION, TOOL_ARGUMENTS, DOOR_VERDICT, DOOR_STATUS,
                      RECORDING_FIGURES, MEASURED_QWEN_PROMPT)
 """The attributes the course adds to OpenInference's (and ``course.run.*``, see :func:`capture`)."""
+
+MAX_SPAN_ATTRIBUTES = 4096
+"""Attributes a span may hold. OpenInference writes one attribute per message part of an LLM
+call (``llm.input_messages.<i>.message.content``...), so a call with a long conversation passes
+OpenTelemetry's default of 128, which drops the oldest attributes with a warning in the cell."""
 
 _STEP_NAME = re.compile(r"Step (\d+)")
 _DOOR_TOOL_CLASS = "DoorTool"  # course.tools.for_libraries.smolagents_tools' class, one per tool
@@ -224,7 +229,8 @@ def tracer_provider() -> TracerProvider:
         if _PROVIDER is None:
             _PROCESSOR = _CourseProcessor()
             _PROVIDER = TracerProvider(resource=Resource.create(
-                {"service.name": "agents-workbook"}))
+                {"service.name": "agents-workbook"}), span_limits=SpanLimits(
+                max_span_attributes=MAX_SPAN_ATTRIBUTES))
             _PROVIDER.add_span_processor(_PROCESSOR)
         return _PROVIDER
 
