@@ -19,7 +19,6 @@ expiry of pending requests, and policies that need state beyond the call itself.
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import json
 import threading
@@ -30,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from course.records import Record, json_safe
-from course.tools.registry import REFUSALS, RISK_CLASSES, ToolRegistry, ToolResult, ToolStatus
+from course.tools.registry import (
+    REFUSALS,
+    RISK_CLASSES,
+    Overran,
+    ToolRegistry,
+    ToolResult,
+    ToolStatus,
+    call_within,
+)
 
 __all__ = ["CONFIRM_TIMEOUT", "POLICY_TIMEOUT", "AuditLog", "AuditRecord",
            "ConfirmationRequest", "Policy", "ToolGateway"]
@@ -41,35 +48,6 @@ _request_ids = itertools.count(1)
 POLICY_TIMEOUT = 5.0
 #: How long a ``confirm`` callback may take (seconds): no answer by then is a denial.
 CONFIRM_TIMEOUT = 300.0
-
-
-class _Overran(Exception):
-    """A callback (a policy rule, a confirm callback) did not answer within its deadline."""
-
-
-def _within(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a worker thread, waited for at most ``seconds``: its value, its
-    exception re-raised, or :class:`_Overran` (the thread is left to finish in the background,
-    daemon, so it never holds the process open)."""
-    box: list[tuple[bool, Any]] = []
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            box.append((True, context.run(fn, *args)))
-        except BaseException as err:  # handed to the caller, who decides
-            box.append((False, err))
-
-    worker = threading.Thread(target=work, name=f"gateway-{getattr(fn, '__name__', 'call')}",
-                              daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not box:
-        raise _Overran(f"no answer within {seconds:g} s")
-    ok, value = box[0]
-    if ok:
-        return value
-    raise value
 
 
 @dataclass
@@ -353,8 +331,9 @@ class ToolGateway:
             return self._record(subject, name, spec.risk, args_record, "refused", result)
         for policy in self.policies:
             try:
-                reason = _within(self.policy_timeout, policy.veto, name, args_record)
-            except _Overran:  # a rule that does not answer fails closed, never a hang
+                reason = call_within(self.policy_timeout, policy.veto, name, args_record,
+                                     thread_name=f"policy-{policy.name}")
+            except Overran:  # a rule that does not answer fails closed, never a hang
                 reason = (f"the policy did not answer within {self.policy_timeout:g} s "
                           "(POLICY_TIMEOUT), so the call is refused")
             except Exception as err:  # a broken policy fails closed: the call does not run
@@ -377,8 +356,9 @@ class ToolGateway:
         if self.confirm is None:
             return result
         try:
-            approved = _within(self.confirm_timeout, self.confirm, request) is True
-        except _Overran:  # nobody answered in time: a "no" that says so, never a hang
+            approved = call_within(self.confirm_timeout, self.confirm, request,
+                                   thread_name=f"confirm-{request.request_id}") is True
+        except Overran:  # nobody answered in time: a "no" that says so, never a hang
             return self.deny(request.request_id,
                              f"{self.approver} (no answer within {self.confirm_timeout:g} s, "
                              "CONFIRM_TIMEOUT)")

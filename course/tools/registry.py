@@ -47,8 +47,8 @@ from typing import Any
 
 from course.tools.door import ToolError
 
-__all__ = ["REFUSALS", "RISK_CLASSES", "CheckedCall", "ToolError", "ToolRegistry", "ToolResult",
-           "ToolSpec", "ToolStatus", "as_registry"]
+__all__ = ["REFUSALS", "RISK_CLASSES", "CheckedCall", "Overran", "ToolError", "ToolRegistry",
+           "ToolResult", "ToolSpec", "ToolStatus", "as_registry", "call_within"]
 
 RISK_CLASSES: tuple[str, ...] = ("read", "write", "critical")
 DEFAULT_MAX_ARGUMENT_CHARS = 2000
@@ -674,17 +674,41 @@ def _run(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         return _bug(spec.name, arguments, err)
 
 
-def _run_within(timeout: float, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
-    """:func:`_run` in a worker thread (the tool sees the caller's context variables), waited
-    for at most ``timeout`` seconds; past it, the result says the outcome is unknown. The thread,
-    a daemon, is left to finish in the background."""
-    box: list[ToolResult] = []
+class Overran(Exception):
+    """A call run with :func:`call_within` did not answer within its deadline."""
+
+
+def call_within(seconds: float, fn: Callable[..., Any], *args: Any, thread_name: str) -> Any:
+    """``fn(*args)`` in a worker thread named ``thread_name`` (it sees the caller's context variables),
+    waited for at most ``seconds``: its value, its exception re-raised, or :class:`Overran`. The
+    thread, a daemon, is left to finish in the background (Python cannot stop a thread) and never
+    holds the process open. The one deadline of the door: a tool's ``timeout`` here, a policy's
+    and a confirmation's in the gateway."""
+    box: list[tuple[bool, Any]] = []
     context = contextvars.copy_context()
-    worker = threading.Thread(target=lambda: box.append(context.run(_run, spec, arguments)),
-                              name=f"tool-{spec.name}", daemon=True)
+
+    def work() -> None:
+        try:
+            box.append((True, context.run(fn, *args)))
+        except BaseException as err:  # handed to the caller, who decides
+            box.append((False, err))
+
+    worker = threading.Thread(target=work, name=thread_name, daemon=True)
     worker.start()
-    worker.join(timeout)
+    worker.join(seconds)
     if not box:
+        raise Overran(f"no answer within {seconds:g} s")
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
+
+
+def _run_within(timeout: float, spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
+    """:func:`_run` under :func:`call_within`; past ``timeout`` the result says the outcome is
+    unknown."""
+    try:
+        return call_within(timeout, _run, spec, arguments, thread_name=f"tool-{spec.name}")
+    except Overran:
         return ToolResult(spec.name, arguments, ToolStatus.TIMEOUT,
                           REFUSALS[ToolStatus.TIMEOUT].format(tool=spec.name, timeout=timeout))
-    return box[0]
