@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -20,16 +19,11 @@ from pathlib import Path
 import nbformat
 
 from classroom.grading import leaked_solution_lines
+from live_models import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_SETUP = ["-o", ".venv/.installed", "-o", ".venv/.assets-ready"]
 INSTRUCTOR_PANELS = ["@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str):

@@ -298,12 +298,9 @@ def test_the_summary_is_a_record_of_the_tree(weather):
 @pytest.fixture
 def closed_url():
     """A local address where nothing listens (a port just bound and released)."""
-    import socket
+    from live_models import free_port
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture
