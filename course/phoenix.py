@@ -44,7 +44,8 @@ from course.assets import course_cache_dir
 from course.records import Record
 
 __all__ = ["PHOENIX_HOST", "PHOENIX_PORT", "PHOENIX_SETTINGS", "PHOENIX_URL", "PHOENIX_VERSION",
-           "PhoenixError", "PhoenixServer", "make_phoenix_env", "phoenix_env", "phoenix_installed",
+           "PhoenixError", "PhoenixServer", "exporter_installed", "make_phoenix_env", "phoenix_env",
+           "phoenix_installed",
            "phoenix_version", "start_phoenix"]
 
 PHOENIX_VERSION = "20.26.1"
@@ -138,6 +139,12 @@ def _tail(text: str, lines: int = 3) -> str:
     kept = [line.strip() for line in text.splitlines()
             if line.strip() and not line.startswith("WARNING: Location")]
     return " | ".join(kept[-lines:]) or "no output"
+
+
+def exporter_installed() -> bool:
+    """The SDK's OTLP/HTTP exporter, which sends the course's spans to Phoenix, is importable in
+    this environment (the ``[phoenix]`` extra; ``make install`` has it)."""
+    return importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
 
 
 def phoenix_version(url: str, timeout: float = 1.0) -> str | None:
@@ -306,7 +313,7 @@ def main(port: int = PHOENIX_PORT, venv: Path | None = None, timeout: float = 12
     try:
         server.wait(timeout)
         print(server, flush=True)
-        if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is None:
+        if not exporter_installed():
             print("To send spans from the course's kernel, install the SDK's OTLP exporter there: "
                   "pip install -e \".[phoenix]\" in the workbook's folder.", flush=True)
         print("Send spans from the course: Appendix A5, or any OTLP exporter pointed at the "

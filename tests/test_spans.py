@@ -336,7 +336,7 @@ def test_the_otlp_target_comes_from_the_environment_without_the_network(monkeypa
         raise AssertionError("a connection was attempted")
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
-    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    monkeypatch.setattr(spans_module, "exporter_installed", lambda: False)
     base = otlp_target({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://class.example:6006/"})
     assert (base.endpoint, base.why, base.phoenix_version) == (
         "http://class.example:6006/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT is set", None)
@@ -373,7 +373,7 @@ def test_with_no_phoenix_answering_the_advice_is_to_start_one(closed_url, answer
     # a server that answers, but not as Phoenix, is not taken for one
     other = otlp_target({}, phoenix_url=answering_url + "/elsewhere")
     assert (other.endpoint, other.phoenix_version) == (None, None)
-    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    monkeypatch.setattr(spans_module, "exporter_installed", lambda: False)
     assert otlp_target({}, phoenix_url=closed_url).advice() == advice.replace(
         "; then", f", and pip install {OTLP_HTTP_PACKAGE} (the SDK's OTLP exporter); then")
 
@@ -389,7 +389,7 @@ def test_send_spans_sends_nothing_unless_configured(weather, monkeypatch, closed
 
     nowhere = otlp_target({}, phoenix_url=closed_url)
     monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("connected"))
-    monkeypatch.setattr(spans_module, "_installed", lambda package: False)
+    monkeypatch.setattr(spans_module, "exporter_installed", lambda: False)
     sent = send_spans(weather[2], nowhere, exporter_factory=factory)
     assert (sent.sent, sent.outcome, made) == (0, "nothing sent", [])
     # an endpoint without the exporter's package: still nothing

@@ -77,7 +77,6 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +89,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from course.phoenix import PHOENIX_URL, phoenix_version
+from course.phoenix import PHOENIX_URL, exporter_installed, phoenix_version
 from course.records import Record
 
 if TYPE_CHECKING:
@@ -744,14 +743,6 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 two a collector's base URL, to which ``/v1/traces`` is added."""
 
 
-def _installed(package: str) -> bool:
-    try:
-        metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 @dataclasses.dataclass
 class OtlpTarget(Record):
     """Where :func:`send_spans` sends spans (``endpoint``; ``None``: nowhere), why, whether the
@@ -801,7 +792,7 @@ def otlp_target(environ: Mapping[str, str] | None = None, *, phoenix_url: str = 
     (:func:`course.phoenix.phoenix_version`; by default the one ``python -m course phoenix``
     starts), its OTLP/HTTP address (:data:`PHOENIX_LOCAL`); else none."""
     environ = os.environ if environ is None else environ
-    exporter = _installed(OTLP_HTTP_PACKAGE)
+    exporter = exporter_installed()
     for name in ENDPOINT_VARIABLES:
         value = (environ.get(name) or "").strip()
         if value:
