@@ -22,6 +22,7 @@ restarts one).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -51,18 +52,17 @@ from classroom.grading.results import ResourceLimits
 __all__ = ["SandboxedKernelManager", "sandbox_problem_once"]
 
 _UIDS = UidPool()
-_PROBLEM: list[str | None] = []
 _LIMITS = ResourceLimits()
 
 
+@functools.cache
 def sandbox_problem_once() -> str | None:
     """``sandbox_problem()``, asked once per process; when the sandbox works, the model caches
     are made readable by the sandbox's uid first (``share_caches``)."""
-    if not _PROBLEM:
-        _PROBLEM.append(sandbox_problem())
-        if _PROBLEM[0] is None:
-            share_caches()
-    return _PROBLEM[0]
+    problem = sandbox_problem()
+    if problem is None:
+        share_caches()
+    return problem
 
 
 class SandboxedKernelManager(AsyncKernelManager):
