@@ -94,6 +94,10 @@ class GuardedExecute(Execute):
             timer.cancel()
             nb.metadata["grading"] = {"seconds": round(time.monotonic() - start, 1)}
 
+    @property
+    def _over_deadline(self) -> str:
+        return f"the notebook ran over {self.notebook_timeout} s and was stopped"
+
     def _stop_at_deadline(self) -> None:
         self._over.set()
         if isinstance(self.km, SandboxedKernelManager):
@@ -104,7 +108,7 @@ class GuardedExecute(Execute):
         if cell.cell_type != "code":
             return cell
         if self._over.is_set() and not self._stopped:
-            self._stopped = f"the notebook ran over {self.notebook_timeout} s and was stopped"
+            self._stopped = self._over_deadline
         check = cell_index in self._checks
         if self._stopped:
             if check:
@@ -121,8 +125,7 @@ class GuardedExecute(Execute):
                                                     store_history)
         except DeadKernelError:
             self._stopped = self._stopped or (
-                f"the notebook ran over {self.notebook_timeout} s and was stopped"
-                if self._over.is_set() else "the kernel died or was killed")
+                self._over_deadline if self._over.is_set() else "the kernel died or was killed")
             _error_first(cell, KERNEL_STOPPED, f"{self._stopped}; later cells did not run")
         if cell_index in self._timed_out:
             _error_first(cell, TIMEOUT, f"the cell ran over {self.timeout} s")
@@ -165,9 +168,8 @@ class GuardedExecute(Execute):
     async def _async_handle_timeout(self, timeout, cell=None):  # type: ignore[override]
         if self._current in self._timed_out or self._over.is_set():
             # Interrupted once and still running, or out of time: the kernel goes.
-            self._stopped = ("the kernel ignored the interrupt and was killed"
-                             if not self._over.is_set() else
-                             f"the notebook ran over {self.notebook_timeout} s and was stopped")
+            self._stopped = (self._over_deadline if self._over.is_set()
+                             else "the kernel ignored the interrupt and was killed")
             await ensure_async(self.km.shutdown_kernel(now=True))
             raise DeadKernelError(self._stopped)
         self._timed_out.add(self._current)
