@@ -2,7 +2,10 @@
 
 Every bad ``COURSE_MODEL`` / ``COURSE_DEVICE`` value, and every malformed server answer, gives a
 CourseSettingError that names the setting and the fix; ``import course`` never fails; a model
-that cannot fit is refused before any weight is read.
+that cannot fit is refused before any weight is read. A server that never answers ends both
+libraries' calls with an error naming the URL after two attempts, each cut at its share of
+``COURSE_SERVER_TIMEOUT``: run with a 3 s budget, and the default budget's arithmetic (60 s,
+retry included) checked by value on the clients it builds.
 """
 
 import json
@@ -89,7 +92,8 @@ class _Answer(BaseHTTPRequestHandler):
 def fake_models_endpoint():
     """A loopback HTTP server whose GET /v1/models answers whatever the test sets."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for the serving loop's next look (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
 
     def answer(body: object) -> ModelChoice:
@@ -119,25 +123,76 @@ def test_models_answer_read_and_reported(fake_models_endpoint, monkeypatch):
     assert "does not list 'zzz'" in models.describe_models().problem
 
 
-@pytest.mark.slow
-def test_a_server_that_never_answers_is_a_clear_error_within_60_s(monkeypatch):
-    """A server that accepts and never replies, with the default COURSE_SERVER_TIMEOUT: both
-    libraries' calls end, retry included, in under 60 s, with an error naming the URL."""
+SILENT_BUDGET_S = 3.0  # a small COURSE_SERVER_TIMEOUT: the calls below end in about 3 s
+LOAD_GRACE_S = 2.0  # what a loaded 2-core machine may add to a call's end
+
+
+def _never_answers() -> socket.socket:
+    """A loopback socket whose kernel accepts connections that nothing ever answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    return sock
+
+
+def _connections(sock: socket.socket) -> int:
+    """How many connections the socket's clients opened (each one attempt of a chat call)."""
+    sock.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+def _longest_call(budget: models.CallBudget) -> float:
+    """The longest a chat call to a server that never answers takes: each attempt waits its
+    share, openai pauses once before its retry (at most its INITIAL_RETRY_DELAY), and a loaded
+    machine adds a little."""
+    from openai._constants import INITIAL_RETRY_DELAY
+
+    return (1 + models.REQUEST_RETRIES) * budget.attempt + INITIAL_RETRY_DELAY + LOAD_GRACE_S
+
+
+def test_the_default_server_budget_ends_a_call_within_60_s(monkeypatch):
+    """The default COURSE_SERVER_TIMEOUT as both libraries' clients get it, by value: each
+    attempt 27 s, one retry, so a call to a server that never answers ends well within 60 s
+    (the run below measures the same arithmetic with a small budget)."""
+    import httpx
+
+    monkeypatch.setenv("COURSE_MODEL", "http://127.0.0.1:9/v1#m")
+    monkeypatch.delenv("COURSE_SERVER_TIMEOUT", raising=False)
+    assert models.request_timeout() == models.REQUEST_TIMEOUT_S == 60.0
+    budget = models.CallBudget(models.request_timeout())
+    assert budget.attempt == 27.0 and budget.longest_wait == 6.0
+    chat = models.chat_model(custom_get_token_ids=lambda text: [])
+    agent = models.smolagents_model()
+    assert chat.max_retries == models.REQUEST_RETRIES == agent.client_kwargs["max_retries"] == 1
+    assert chat.request_timeout == budget.attempt == agent.client_kwargs["timeout"]
+    for client in (chat.http_client, chat.http_async_client, agent.client_kwargs["http_client"]):
+        assert client.timeout == httpx.Timeout(budget.attempt)
+    assert _longest_call(budget) < 60
+
+
+def test_a_server_that_never_answers_is_a_clear_error_within_its_budget(monkeypatch):
+    """A server that accepts and never replies: both libraries' calls make two attempts (one
+    retry), each cut at its share of COURSE_SERVER_TIMEOUT, and end with an error naming the
+    URL, the timeout and the fix, within the budget's arithmetic."""
     from concurrent.futures import ThreadPoolExecutor
 
     from smolagents.models import ChatMessage, MessageRole
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)  # the kernel accepts; nothing ever answers
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    monkeypatch.setenv("COURSE_MODEL", url + "#m")
-    monkeypatch.delenv("COURSE_SERVER_TIMEOUT", raising=False)
+    monkeypatch.setenv("COURSE_SERVER_TIMEOUT", f"{SILENT_BUDGET_S:g}")
+    budget = models.CallBudget(models.request_timeout())
+    socks = {"langchain": _never_answers(), "smolagents": _never_answers()}
+    urls = {name: f"http://127.0.0.1:{sock.getsockname()[1]}/v1" for name, sock in socks.items()}
+    monkeypatch.setenv("COURSE_MODEL", urls["langchain"] + "#m")
     chat = models.chat_model(custom_get_token_ids=lambda text: [])
+    monkeypatch.setenv("COURSE_MODEL", urls["smolagents"] + "#m")
     agent = models.smolagents_model()
-    assert chat.max_retries == models.REQUEST_RETRIES == agent.client_kwargs["max_retries"]
-    attempt = models.CallBudget(models.REQUEST_TIMEOUT_S).attempt
-    assert chat.request_timeout == attempt == agent.client_kwargs["timeout"]
     message = [ChatMessage(role=MessageRole.USER, content=[{"type": "text", "text": "hi"}])]
 
     def timed(call):
@@ -146,13 +201,21 @@ def test_a_server_that_never_answers_is_a_clear_error_within_60_s(monkeypatch):
             call()
         return time.monotonic() - start, str(caught.value)
 
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(timed, [lambda: chat.invoke("hi"),
-                                         lambda: agent.generate(message)]))
-    sock.close()
-    for elapsed, text in results:
-        assert f"COURSE_MODEL={url!r}" in text and "timeout" in text and "Fix:" in text, text
-        assert elapsed < 60, f"{elapsed:.1f} s: {text}"
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            calls = [lambda: chat.invoke("hi"), lambda: agent.generate(message)]
+            results = dict(zip(socks, pool.map(timed, calls), strict=True))
+        attempts = {name: _connections(sock) for name, sock in socks.items()}
+    finally:
+        for sock in socks.values():
+            sock.close()
+    tries = 1 + models.REQUEST_RETRIES
+    assert attempts == {"langchain": tries, "smolagents": tries}  # the first and one retry
+    for name, (elapsed, text) in results.items():
+        assert f"COURSE_MODEL={urls[name]!r}" in text and "timeout" in text, text
+        assert f"within {budget.attempt:g} s" in text and "Fix:" in text, text
+        assert f"COURSE_SERVER_TIMEOUT={SILENT_BUDGET_S:g} s" in text, text
+        assert 2 * budget.attempt <= elapsed < _longest_call(budget), f"{name}: {elapsed:.1f} s"
 
 
 def test_server_token_counter_never_downloads(monkeypatch):
