@@ -1,7 +1,8 @@
 """Misbehaving OpenAI-compatible servers on loopback reach the student as one course error.
 
 Each server in the table runs on 127.0.0.1 in a thread. Both builders (LangChain's
-``chat_model()`` and ``smolagents_model()``), with ``COURSE_SERVER_TIMEOUT=2``, must raise
+``chat_model()`` and ``smolagents_model()``), with ``COURSE_SERVER_TIMEOUT=2`` (1 for the
+servers that only a timeout ends), must raise
 :class:`course.models.ServerError` (a ``CourseSettingError``) naming ``COURSE_MODEL``, what
 happened and a fix, within a bound; a well-behaved server still answers through both; the
 doctor's ``GET /models`` ends in about 3 s against a server that trickles its body.
@@ -20,7 +21,10 @@ import pytest
 from course import models
 from course.settings import CourseSettingError, active_model
 
-BOUND_S = 8.0  # COURSE_SERVER_TIMEOUT=2, one retry: a failure in seconds, never minutes
+BOUND_S = 8.0  # COURSE_SERVER_TIMEOUT=2 (or 1), one retry: a failure in seconds, never minutes
+TIMED_OUT = {"silent", "trickle", "trickle-headers", "stall"}  # end only when the budget does:
+# COURSE_SERVER_TIMEOUT=1 cuts them as surely as 2 does; a server that answers keeps 2, so its
+# answer arrives within an attempt (0.9 s) on a loaded machine
 
 COMPLETION = {
     "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
@@ -165,7 +169,7 @@ def server(monkeypatch):
     stops = []
 
     def start(behaviour: str) -> str:
-        monkeypatch.setenv("COURSE_SERVER_TIMEOUT", "2")
+        monkeypatch.setenv("COURSE_SERVER_TIMEOUT", "1" if behaviour in TIMED_OUT else "2")
         if behaviour == "closed":
             sock = socket.socket()
             sock.bind(("127.0.0.1", 0))
@@ -181,7 +185,8 @@ def server(monkeypatch):
             httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(behaviour))
             httpd.daemon_threads = True
             httpd.stopping = threading.Event()
-            threading.Thread(target=httpd.serve_forever, daemon=True).start()
+            # a short poll: shutdown() waits for the loop's next look (0.5 s by default)
+            threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
             port = httpd.server_port
 
             def stop(httpd=httpd):
