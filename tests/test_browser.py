@@ -11,12 +11,8 @@ Everything fails loudly (a missing chapter, no chromium, no JupyterLab, a widget
 render). The fixture notebook ``tests/fixtures/widgets/widget_demo.ipynb`` checks the machinery
 itself.
 
-What a student and an instructor see first is tested on the Makefile's own targets: ``make lab``
-(into a temporary student folder) and ``make lab-instructor`` are started as the README says,
-and Chromium opens the page each server writes for the browser (``jpserver-file-to-run-*.html``
-in its runtime folder): the student sees the student edition of ``00_start_here`` (stubs, no
-solution, no hidden tests), no news pop-up and no nbgrader instructor menu; the instructor sees
-the instructor edition and nbgrader's menu.
+What a student and an instructor see first when `make lab` and `make lab-instructor` open the
+browser is tested in tests/test_lab.py, with the labs that module starts.
 
 Screenshots of each chapter widget go to a temporary folder, or to ``docs/screenshots/`` with
 ``COURSE_UPDATE_SCREENSHOTS=1`` (how the committed ones are made).
@@ -339,99 +335,3 @@ def _summary(text: str) -> str:
         if re.search(r"(?i)step \d+ of|kept|stop", line):
             return line.strip()[:100]
     return text.strip().splitlines()[0][:100] if text.strip() else ""
-
-
-# --------------------------------------------------------------- what each user sees first
-
-SKIP_SETUP = ["-o", ".venv/.installed", "-o", ".venv/.assets-ready"]
-NEWS_QUESTION = "Would you like to get notified"
-
-
-@pytest.fixture
-def make_lab(tmp_path):
-    """Start ``make <target>`` as the README says; return the URL it opens in the browser."""
-    servers = []
-
-    def start(target: str) -> str:
-        port, token = free_port(), secrets.token_hex(16)
-        runtime = tmp_path / f"runtime-{target}"
-        args = (f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port_retries=0 "
-                f"--IdentityProvider.token={token}")
-        env = {k: v for k, v in os.environ.items() if k not in ("COURSE_MODEL", "MPLBACKEND")}
-        env["JUPYTER_RUNTIME_DIR"] = str(runtime)
-        log = tmp_path / f"{target}.log"
-        # The test's own user setting (the lab's state is in a temporary folder): render every
-        # cell, so the page's text holds the whole notebook, not only the cells in view.
-        edition = {"lab": "student", "lab-instructor": "instructor"}[target]
-        tracker = (tmp_path / "lab-state" / edition / "user-settings" / "@jupyterlab"
-                   / "notebook-extension")
-        tracker.mkdir(parents=True, exist_ok=True)
-        (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-        server = subprocess.Popen(
-            ["make", "-s", *SKIP_SETUP, target, f"LAB_PORT={port}", f"LAB_ARGS={args}",
-             f"STUDENT_DIR={tmp_path / 'student'}", f"LAB_STATE={tmp_path / 'lab-state'}",
-             f"NBGRADER_COURSE={tmp_path / 'course'}"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
-            start_new_session=True)
-        servers.append(server)
-        deadline = time.monotonic() + 120
-        while True:
-            # The page the server writes for the browser, pointing at the file it opens.
-            opened = list(runtime.glob("jpserver-file-to-run-*-open.html"))
-            if opened:
-                break
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make {target} did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
-        return opened[0].as_uri()
-
-    yield start
-    for server in servers:
-        if server.poll() is None:
-            os.killpg(server.pid, 15)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
-
-
-def _first_page(browser, url: str, shot: Path) -> tuple[object, str]:
-    """Open what ``make lab`` opens; return the page and the open notebook's full text."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(url)
-    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_selector(".jp-DirListing-item", timeout=30_000)
-    page.wait_for_timeout(2000)  # let a pop-up, if any, appear
-    page.screenshot(path=str(shot))
-    # The first exercise, as each edition shows it (a stub, or the solution).
-    exercise = page.locator(".jp-CodeCell", has_text="def count_words").first
-    exercise.scroll_into_view_if_needed()
-    exercise.screenshot(path=str(shot.with_name(shot.stem.replace("first", "exercise") + ".png")))
-    # textContent: every cell, also those JupyterLab does not paint while out of view.
-    text = page.locator(".jp-NotebookPanel:visible .jp-Notebook").first.evaluate(
-        "el => el.textContent")
-    return page, text
-
-
-def test_make_lab_opens_the_student_edition_first(make_lab, browser, shots):
-    page, text = _first_page(browser, make_lab("lab"), shots / "student_first.png")
-    assert page.locator(".lm-TabBar-tab.lm-mod-current", has_text="00_start_here.ipynb").count()
-    assert "Start here" in text
-    assert "raise NotImplementedError()" in text          # the exercise is a stub
-    assert "### BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
-    files = page.locator(".jp-DirListing-item").all_inner_texts()
-    assert any("03_agent_loop.ipynb" in f for f in files), files  # the student's folder
-    body = page.locator("body").inner_text()
-    assert NEWS_QUESTION not in body
-    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-    assert "Nbgrader" not in menus, menus
-    page.close()
-
-
-def test_the_instructor_edition_is_one_command_away(make_lab, browser, shots):
-    page, text = _first_page(browser, make_lab("lab-instructor"), shots / "instructor_first.png")
-    assert "### BEGIN SOLUTION" in text
-    assert NEWS_QUESTION not in page.locator("body").inner_text()
-    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-    assert "Nbgrader" in menus, menus  # Formgrader and Create Assignment live there
-    page.close()
