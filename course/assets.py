@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -150,12 +151,32 @@ DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE, 
 PIP_TIMEOUT_S = 600
 
 
+SETTLED_S = 0.5
+"""A file whose last change (its ctime) is older than this when hashing starts keeps its hash
+for the process: any later write or ``utime`` gives it a newer ctime, so it is hashed again.
+A file changed more recently is hashed every time (two writes in one clock tick share a ctime)."""
+
+
 def _sha256(path: Path) -> str:
+    """The file's sha256, hashed once per version of the file in this process (the doctor's
+    model and cache checks, and ``prepare``'s check then record, read the 538 MB weights once)."""
+    stat = path.stat()
+    version = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
+               stat.st_ctime_ns)
+    known = _HASHED.get(version)
+    if known is not None:
+        return known
+    settled = stat.st_ctime_ns < time.time_ns() - int(SETTLED_S * 1e9)
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
+    if settled:
+        _HASHED[version] = digest.hexdigest()
     return digest.hexdigest()
+
+
+_HASHED: dict[tuple, str] = {}
 
 
 def _pip_download(package: DataPackage, destination: Path) -> Path:
@@ -555,6 +576,32 @@ def bundled_model_prepared() -> bool:
     return bundled_model_problem() is None
 
 
+def convert_gguf(gguf: Path, folder: Path, done: Callable[[int], object] = lambda n: None) -> None:
+    """Dequantise the GGUF file ``gguf`` with transformers and save a plain fp32 checkpoint
+    (weights, config, tokenizer and chat template) into ``folder``, which must not exist yet.
+
+    ``done(1)`` is called after the tokenizer and again after the model is read (a progress
+    bar's update). This is the conversion alone: :func:`bundled_model_dir` says where it goes.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    done(1)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    done(1)
+    # save_pretrained refuses a model that still carries its GGUF quantizer: detach it, so the
+    # copy is a plain fp32 checkpoint.
+    # (an attribute transformers sets but does not declare: torch types those as tensors/modules)
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
 def bundled_model_dir(progress: bool = True, force: bool = False) -> Path:
     """The converted bundled model (safetensors + tokenizer), converting from GGUF on first use.
 
@@ -569,26 +616,10 @@ def bundled_model_dir(progress: bool = True, force: bool = False) -> Path:
 
     gguf = bundled_gguf_path()
     steps = tqdm(total=3, desc="Preparing the bundled model (first run only)", disable=not progress)
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    steps.update(1)
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-    )
-    steps.update(1)
-    # save_pretrained refuses a model that still carries its GGUF quantizer: detach it, so the
-    # copy is a plain fp32 checkpoint.
-    # (an attribute transformers sets but does not declare: torch types those as tensors/modules)
-    model.hf_quantizer = None  # type: ignore[assignment]
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
+    convert_gguf(gguf, partial, done=steps.update)
     for written in partial.iterdir():  # safetensors writes 0600; other users (a grader's
         written.chmod(written.stat().st_mode | 0o444)  # sandbox uid) must read the copy too
     if target.exists():

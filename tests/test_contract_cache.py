@@ -66,10 +66,12 @@ def _truncate(path):
 def _zero_weights(path, keep_mtime):
     """Zero the weights past 10% in a private copy, keeping the header and the size."""
     stat = path.stat()
-    data = path.read_bytes()
+    with path.open("rb") as f:
+        head = f.read(stat.st_size // 10)
     path.unlink()  # break the hard link: the pristine copy stays as it was
-    cut = len(data) // 10
-    path.write_bytes(data[:cut] + bytes(len(data) - cut))
+    with path.open("wb") as f:
+        f.write(head)
+        f.truncate(stat.st_size)  # the rest reads as zeros, without writing 480 MB of them
     if keep_mtime:
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
@@ -177,7 +179,10 @@ def test_prepare_refuses_a_bad_cache_before_converting(tmp_path, monkeypatch, ma
 
 
 @pytest.mark.contract("wrong result")
-def test_prepare_repairs_what_the_manifest_flags(cache, monkeypatch):
+def test_prepare_repairs_what_the_manifest_flags(cache, pristine, monkeypatch):
+    """prepare converts the flagged copy again and records what it wrote. The conversion itself
+    (the GGUF dequantised by transformers, a minute on 2 cores) is the pristine copy's files
+    here: tests/test_contract_local_model.py converts for real once and loads the result."""
     config = cache / REAL_MODEL.name / "config.json"
     _truncate(config)
     assert "bundled_model" in manifest_groups_wrong(full=True)
@@ -185,8 +190,18 @@ def test_prepare_repairs_what_the_manifest_flags(cache, monkeypatch):
     def no_npm(force=False):
         raise AssetError("npm is not used in this test")
 
+    conversions = []
+
+    def converted_before(gguf, folder, done=lambda n: None):
+        conversions.append(gguf)
+        folder.mkdir()
+        for path in (pristine / REAL_MODEL.name).iterdir():
+            os.link(path, folder / path.name)  # the module's private copy: never written
+
     monkeypatch.setattr(assets, "install_qwen_tokenizer", no_npm)
+    monkeypatch.setattr(assets, "convert_gguf", converted_before)
     done = assets.prepare_offline_assets(progress=False)
+    assert conversions == [assets.bundled_gguf_path()]  # the flagged copy, converted once
     assert done["manifest"] == cache / MANIFEST_NAME
     assert bundled_model_problem() is None and manifest_problems() == []
     assert doctor._model().ok and doctor._cache().ok

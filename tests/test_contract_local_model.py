@@ -171,7 +171,9 @@ def test_a_good_bundled_copy_is_left_alone(bundled_copy):
 def test_loading_a_damaged_bundled_copy_converts_it_again_instead_of_crashing(bundled_copy):
     """The finding: ``tokenizer.json`` = ``{}`` or a broken chat template made loading fail raw
     (``KeyError: 'added_tokens'``, jinja2 ``TemplateSyntaxError``). The loader's source check
-    finds the damage and converts the copy again from the GGUF, then loads and answers."""
+    finds the damage and converts the copy again from the GGUF, then loads and answers. This is
+    the suite's one real conversion (about a minute on 2 cores): tests/test_contract_cache.py's
+    repair by ``prepare`` puts a copy of converted files in its place."""
     (bundled_copy / "tokenizer.json").write_text("{}")
     (bundled_copy / "chat_template.jinja").write_text("{% if %}")
     assert "tokenizer.json" in assets.bundled_model_problem()
