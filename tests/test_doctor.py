@@ -1,9 +1,10 @@
 """``python -m course doctor`` passes here and fails with a clear line when an asset is missing.
 
-The command line itself runs in a subprocess where the setting must reach a fresh interpreter
-(``HF_HUB_CACHE`` is read when huggingface_hub is imported); the other cases call the same
-``course.doctor.report()`` in this process with the setting in the environment, which skips the
-~10 s of imports a new interpreter pays.
+The command line runs in a subprocess on a prepared machine and where the setting must reach a
+fresh interpreter (``HF_HUB_CACHE`` is read when huggingface_hub is imported); the other cases
+call the command's ``main()`` (its exit status) or ``course.doctor.report()`` in this process
+with the setting in the environment (``COURSE_CACHE`` and ``COURSE_MODEL`` are read at each
+call), which skips the ~7 CPU-seconds of imports a new interpreter pays.
 """
 
 import http.server
@@ -49,10 +50,23 @@ def test_doctor_fails_without_the_gpt2_asset(tmp_path):
     assert line.startswith("[FAIL]") and "python -m course prepare" in line
 
 
-def test_doctor_fails_without_the_prepared_model(empty_cache):
-    out = doctor(COURSE_CACHE=str(empty_cache))
-    assert out.returncode == 1
-    line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
+def command_here(monkeypatch, capsys, **env) -> tuple[int, str, str]:
+    """``python -m course doctor``'s ``main()`` in this process under ``env``: (exit status,
+    stdout, stderr)."""
+    from course.__main__ import main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    status = main(["doctor"])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_doctor_fails_without_the_prepared_model(empty_cache, monkeypatch, capsys):
+    status, out, _ = command_here(monkeypatch, capsys, COURSE_CACHE=str(empty_cache))
+    assert status == 1
+    line = next(x for x in out.splitlines() if x.startswith("[FAIL] model"))
     assert "no converted copy" in line and "python -m course prepare" in line
 
 
@@ -98,7 +112,9 @@ def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(emp
     from course.assets import converted_model_dir
 
     cache = empty_cache
-    shutil.copytree(converted_model_dir(), cache / converted_model_dir().name)
+    # the prepared copy, read in place (the doctor only reads it), without the Qwen tokenizer
+    (cache / converted_model_dir().name).symlink_to(converted_model_dir(),
+                                                    target_is_directory=True)
     ok, out = doctor_here(monkeypatch, capsys, COURSE_CACHE=str(cache))
     line = next(x for x in out.splitlines() if "Qwen tokenizer" in x)
     assert line.startswith("[warn]") and "make assets" in line
@@ -120,7 +136,7 @@ class _Models(http.server.BaseHTTPRequestHandler):
 
 def test_doctor_asks_the_server_for_its_models(monkeypatch, capsys):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # 0.05 s poll
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         _, out = doctor_here(monkeypatch, capsys, COURSE_MODEL=url)
@@ -148,7 +164,8 @@ def test_doctor_does_not_call_a_silent_server_ok(monkeypatch, capsys):
         silent.close()
 
 
-def test_the_command_fails_a_local_model_folder_whose_weights_are_garbage(tmp_path):
+def test_the_command_fails_a_local_model_folder_whose_weights_are_garbage(tmp_path, monkeypatch,
+                                                                         capsys):
     """``python -m course doctor`` with ``COURSE_MODEL`` a folder that cannot load: a [FAIL] line
     naming the weights file, exit status 1, no traceback (was [ok]; the table of cases is
     tests/test_contract_local_model.py)."""
@@ -158,8 +175,8 @@ def test_the_command_fails_a_local_model_folder_whose_weights_are_garbage(tmp_pa
     folder.mkdir()
     shutil.copy2(converted_model_dir() / "config.json", folder / "config.json")
     (folder / "model.safetensors").write_bytes(b"<html>not weights</html>" * 100)
-    out = doctor(COURSE_MODEL=str(folder))
-    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
-    line = next(x for x in out.stdout.splitlines() if x.startswith("[FAIL] model"))
+    status, out, err = command_here(monkeypatch, capsys, COURSE_MODEL=str(folder))
+    assert status == 1 and "Traceback" not in out + err
+    line = next(x for x in out.splitlines() if x.startswith("[FAIL] model"))
     assert f"{folder}/model.safetensors" in line and "not a safetensors file" in line
     assert "Fix: save the model into" in line
