@@ -88,15 +88,15 @@ def run(request):
     return result
 
 
-# How `make test` shares the work between its two xdist workers: each test module is one unit
+# How `make test` shares the work between its xdist workers: each test module is one unit
 # (module fixtures such as ``run`` execute a notebook once), except the model-setting matrix,
-# where each notebook is a unit of its own so that the two workers split it. Units are handed
+# where each notebook is a unit of its own so that the workers split it. Units are handed
 # out in collection order, which is sorted here longest first so that no long unit starts last:
 # the chapter notebooks (whose saved runs the website test reuses, so they come early), then
 # the other notebook-running modules, then the rest, and the website last.
 # (xdist's own ``--dist loadgroup`` does not work with pytest 9.2: it renames ``item._nodeid``,
 # which pytest no longer reads, so the scheduler below splits the units itself, whatever
-# ``--dist`` says: ``-n 2`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
+# ``--dist`` says: ``-n 4`` is the whole flag. The hook is optional, so ``-p no:xdist`` runs.)
 FIRST = ("test_nb_0", "test_nb_A")  # not test_nb_*_exercises: they grade check cells, no run
 HEAVY = ("test_feedback", "test_class_hub", "test_live_server_notebooks", "test_live_hub_notebooks",
          "test_browser", "test_nbgrader_pipeline", "test_grading", "test_phoenix", "test_tool_count",
