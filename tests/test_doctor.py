@@ -103,8 +103,11 @@ def test_doctor_fails_cleanly_on_a_truncated_gpt2_file_and_prepare_repairs_it(tm
     line = next(x for x in out.stdout.splitlines() if "GPT-2 tokenizer" in x)
     assert line.startswith("[FAIL]") and "python -m course prepare" in line
     install_gpt2_tokenizer(tmp_path)  # what `prepare` runs: the damaged entry is replaced
-    out = doctor(HF_HUB_CACHE=str(tmp_path))
-    assert "[ok] GPT-2 tokenizer" in out.stdout, out.stdout
+    out = subprocess.run(  # the doctor's GPT-2 check alone, in a fresh interpreter again
+        [sys.executable, "-c", "from course.doctor import _gpt2; print(_gpt2().line())"],
+        env=dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path)),
+        capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("[ok] GPT-2 tokenizer"), out.stdout + out.stderr
 
 
 def test_doctor_reports_the_qwen_tokenizer_and_only_warns_when_it_is_missing(empty_cache,
