@@ -1,11 +1,13 @@
 """The front end, tested for real: JupyterLab on localhost, notebooks run in headless Chromium.
 
 A JupyterLab server starts on a free localhost port with a random token, serving a temporary
-copy of ``notebooks/`` (so autosave never writes outputs into the committed notebooks). Each
-notebook that holds a widget is opened in Debian's ``/usr/bin/chromium`` through Python
-Playwright, run with *Run > Run All Cells*, and each widget is checked: it renders (its expected
-text is there, no "Error displaying widget", no browser console errors) and it responds (the
-stepper's *next* button shows the next step; moving the trimming budget changes the kept rows).
+copy of ``notebooks/`` (so autosave never writes outputs into the committed notebooks), with
+the kernels a student's `make lab` has (forked from one pre-imported process,
+classroom/kernels.py). Each notebook that holds a widget is opened in Debian's
+``/usr/bin/chromium`` through Python Playwright, run with *Run > Run All Cells*, and each
+widget is checked: it renders (its expected text is there, no "Error displaying widget", no
+browser console errors) and it responds (the stepper's *next* button shows the next step; moving
+the trimming budget changes the kept rows).
 
 Everything fails loudly (a missing chapter, no chromium, no JupyterLab, a widget that does not
 render). The fixture notebook ``tests/fixtures/widgets/widget_demo.ipynb`` checks the machinery
@@ -131,7 +133,11 @@ def lab(tmp_path_factory):
                 "TOKENIZERS_PARALLELISM": "false", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
                 # The chapters run at once, one kernel each, beside another test worker: one
                 # torch thread per kernel, as in nbharness.kernel_env (2 cores in all).
-                "COURSE_TORCH_THREADS": "1"})
+                "COURSE_TORCH_THREADS": "1",
+                # The kernels `make lab` gives a student (lab/kernels/python3): forked from one
+                # process that imported the heavy libraries once, not imported again in each.
+                "JUPYTER_PATH": os.pathsep.join(
+                    [str(ROOT / "lab"), *filter(None, [os.environ.get("JUPYTER_PATH")])])})
     log = (root / "lab.log").open("w")
     server = subprocess.Popen(
         [str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root",
