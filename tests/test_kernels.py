@@ -2,9 +2,9 @@
 started through jupyter_client with the lab's kernelspec (lab/kernels/python3), each test's
 zygotes in a private runtime folder of its own module, killed at the end.
 
-Checked by value: a cell sees the environment and folder it was launched with; ``course`` is
-imported fresh in the child while torch comes from the zygote; two kernels started at once are
-two children of one zygote; an interrupt stops ``time.sleep(60)``; shutdown leaves no process;
+Checked by value: a cell sees the environment and folder it was launched with (a setting the
+shared zygote never had included); ``course`` is imported fresh in the child while torch comes
+from the zygote; two kernels started at once are two children of one zygote; an interrupt stops ``time.sleep(60)``; shutdown leaves no process;
 restart gives a new working child; a killed zygote, a stale socket and a changed environment
 each give a working kernel (a new zygote where they should); a requester that dies takes its
 kernel with it; chapter 00 prints the same text through the forking kernel as through the
@@ -107,21 +107,37 @@ def forked(km) -> kernels.ForkedKernel:
     return process
 
 
-def test_a_cell_sees_its_env_and_cwd_and_imports_course_fresh(rundir, tmp_path):
+@pytest.fixture(scope="module")
+def zygote(rundir) -> int:
+    """The zygote of the tests' plain environment, started by a kernel of that environment
+    (then shut down): the tests of this module share it, and it never saw their extra settings."""
     async def main():
-        km, kc = await start(env_for(rundir, COURSE_PROBE="seen here"), cwd=tmp_path)
+        km, kc = await start(env_for(rundir))
+        try:
+            return forked(km).zygote
+        finally:
+            await stop(km, kc)
+    return asyncio.run(main())
+
+
+def test_a_cell_sees_its_env_and_cwd_and_imports_course_fresh(rundir, zygote, tmp_path):
+    # WORKBOOK_PROBE does not change what an import does (not in the fingerprint): the kernel
+    # is forked from the shared zygote, whose own environment lacks it
+    async def main():
+        km, kc = await start(env_for(rundir, WORKBOOK_PROBE="seen here"), cwd=tmp_path)
         try:
             child = forked(km)
-            assert psutil.Process(child.pid).ppid() == child.zygote
+            assert psutil.Process(child.pid).ppid() == child.zygote == zygote
+            assert "WORKBOOK_PROBE" not in psutil.Process(zygote).environ()
             text = await run(kc, textwrap.dedent("""\
                 import json, os, sys
                 before = sorted(m for m in ("course", "widgets", "torch", "smolagents")
                                 if m in sys.modules)
                 import course
-                print(json.dumps([os.environ.get("COURSE_PROBE"), os.getcwd(), before,
+                print(json.dumps([os.environ.get("WORKBOOK_PROBE"), os.getcwd(), before,
                                   course.__file__]))"""))
             probe, cwd, before, course_file = json.loads(text)
-            assert probe == "seen here"
+            assert probe == "seen here"  # from the request, not from the zygote
             assert cwd == str(tmp_path)
             assert before == ["smolagents", "torch"]  # from the zygote; course is not
             assert course_file == str(ROOT / "course" / "__init__.py")
@@ -153,7 +169,7 @@ def test_interrupt_shutdown_and_restart(rundir):
         km, kc = await start(env_for(rundir))
         try:
             first = forked(km).pid
-            kc.execute("import time; time.sleep(60)")
+            sleeping = kc.execute("import time; time.sleep(60)")
             await asyncio.sleep(1.0)
             started = time.monotonic()
             await km.interrupt_kernel()
@@ -163,7 +179,9 @@ def test_interrupt_shutdown_and_restart(rundir):
                     assert msg["content"]["ename"] == "KeyboardInterrupt"
                     break
             assert time.monotonic() - started < 5
-            reply = await kc.get_shell_msg(timeout=10)  # the sleep's cell: its reply
+            reply = await kc.get_shell_msg(timeout=10)  # the sleep's cell: its reply (after
+            while reply["parent_header"].get("msg_id") != sleeping:  # wait_for_ready's extra
+                reply = await kc.get_shell_msg(timeout=10)  # kernel_info replies, if any)
             assert reply["content"]["status"] == "error"
             await asyncio.sleep(1.0)  # ipykernel aborts requests that come right after an error
             assert await run(kc, "print('still here')") == "still here\n"
