@@ -6,7 +6,9 @@ Fixtures in tests/fixtures/ (regenerate with ``python tests/fixtures/make_fixtur
 instructor edition, a student edition with wrong answers, and a malicious one (graded here with
 a fourth, made in the test: right answers, one check cell emptied and one deleted);
 ``submissions_adversarial/<kind>/`` is an adversarial class (an honest submission and
-one per attack, each with wrong answers).
+one per attack, each with wrong answers). Both are graded as one class, by one run of the grader
+(``graded``): the grader makes one nbgrader course per worker whatever the class's size, and
+every assertion reads its own students' results.
 
 The student edition of every notebook with exercises is generated here (no solution, no hidden
 test); tests/test_live_hub_notebooks.py executes each one and finds ``[not yet done]`` under every
@@ -170,22 +172,32 @@ def _tampered() -> nbformat.NotebookNode:
     return nb
 
 
+ADVERSARIAL_KINDS = {"honest", *ATTACKS, *ODD_ONES}
+REFUSED = {"not_json", "symlink"}  # refused before nbgrader: no feedback notebook
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    """The fixtures' submissions (with ``tampered``) and the adversarial class, graded as one
+    class in a copy; what the copy held before, and the processes left behind after."""
     out = tmp_path_factory.mktemp("grades")
     submitted = shutil.copytree(SUBMISSIONS, out / "submitted", symlinks=True)
     (submitted / "tampered").mkdir()
     nbformat.write(_tampered(), submitted / "tampered" / "practice.ipynb")
+    for kind in sorted(p.name for p in ADVERSARIAL.iterdir()):
+        shutil.copytree(ADVERSARIAL / kind, submitted / kind, symlinks=True)
+    assert {p.name for p in submitted.iterdir()} == set(EXPECTED) | ADVERSARIAL_KINDS
     before = _digest(submitted)
     results = grade_class(submitted, [SOURCE.parent], out / "scores.csv", workers=2,
                           limits=TEST_LIMITS, feedback_dir=out / "feedback")
     return {"results": {r.student: r for r in results}, "out": out, "before": before,
-            "submitted": submitted}
+            "after": _digest(submitted), "submitted": submitted, "leftovers": _leftovers()}
 
 
 def test_grader_scores_match_the_table(graded):
     results = graded["results"]
-    assert set(results) == set(EXPECTED), "every submission is graded, the malicious one too"
+    assert set(results) == set(EXPECTED) | ADVERSARIAL_KINDS, \
+        "every submission is graded, the malicious one too"
     for student, expected in EXPECTED.items():
         assert results[student].points() == expected, (student, results[student].notes)
     assert results["instructor"].score == results["instructor"].max_score == 5
@@ -195,8 +207,10 @@ def test_grader_scores_match_the_table(graded):
 
 def test_csv_has_one_row_per_student_and_a_column_per_exercise(graded):
     with (graded["out"] / "scores.csv").open() as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert set(rows) == set(EXPECTED)
+        listed = list(csv.DictReader(f))
+    rows = {row["student"]: row for row in listed}
+    assert sorted(rows) == sorted(row["student"] for row in listed)  # one row each
+    assert set(rows) == set(EXPECTED) | ADVERSARIAL_KINDS
     for student, expected in EXPECTED.items():
         for grade_id, points in expected.items():
             assert float(rows[student][f"practice:{grade_id}"]) == points
@@ -252,7 +266,8 @@ def test_feedback_handed_back_holds_no_hidden_test(graded):
     """What goes back to the students has every line between the hidden-test markers removed
     (wrong_answers fails a hidden assert, so its traceback would quote them too)."""
     feedback = graded["out"] / "feedback"
-    assert {p.parent.name for p in feedback.rglob("*.ipynb")} == set(EXPECTED)
+    assert {p.parent.name for p in feedback.rglob("*.ipynb")} == (
+        set(EXPECTED) | ADVERSARIAL_KINDS) - REFUSED
     assert leaked_hidden_tests(_read(SOURCE), feedback) == {}
     check = next(c for c in _read(feedback / "wrong_answers" / "practice.ipynb").cells
                  if c.id == "ex2-check")
@@ -297,18 +312,15 @@ def _leftovers() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def adversarial(tmp_path_factory):
-    out = tmp_path_factory.mktemp("adversarial")
-    before = _digest(ADVERSARIAL)
-    results = grade_class(ADVERSARIAL, [SOURCE.parent], out / "scores.csv", workers=2,
-                          limits=TEST_LIMITS, feedback_dir=out / "feedback", log=None)
-    return {"results": {r.student: r for r in results}, "out": out, "before": before,
-            "after": _digest(ADVERSARIAL), "leftovers": _leftovers()}
+def adversarial(graded):
+    """The adversarial class's results, from the one grading run."""
+    return {**graded, "results": {kind: result for kind, result in graded["results"].items()
+                                  if kind in ADVERSARIAL_KINDS}}
 
 
 def test_adversarial_class_honest_work_full_marks_every_attack_zero(adversarial):
     results = adversarial["results"]
-    assert set(results) == {"honest", *ATTACKS, *ODD_ONES}
+    assert set(results) == ADVERSARIAL_KINDS
     assert results["honest"].score == results["honest"].max_score == 5, results["honest"].notes
     scores = {kind: r.score for kind, r in results.items() if kind != "honest"}
     assert scores == dict.fromkeys(scores, 0.0), {k: results[k].notes for k in scores}
