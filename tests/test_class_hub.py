@@ -338,8 +338,8 @@ def test_each_student_fetches_their_feedback_without_hidden_tests(hub, pages, sh
         if name == "bob":
             assert "[try again] Exercise 2: agent_loop" in text
         assert pages_[0].stat().st_uid == hub.home(student).stat().st_uid  # their own copy
-        # Byte for byte the page generate_feedback wrote: what tests/test_feedback.py checks
-        # for every chapter is what every student fetches.
+        # Byte for byte the page generate_feedback wrote: what tests/test_feedback.py (and
+        # tests/test_nbgrader_pipeline.py, for this chapter run) checks is what a student fetches.
         generated = hub.course / "feedback" / student / CHAPTER / f"{CHAPTER}.html"
         assert pages_[0].read_bytes() == generated.read_bytes()
     TIMES["two students: fetch feedback"] = time.monotonic() - start
