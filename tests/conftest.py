@@ -100,7 +100,7 @@ def run(request):
 FIRST = ("test_nb_0", "test_nb_A")  # not test_nb_*_exercises: they grade check cells, no run
 HEAVY = ("test_feedback", "test_class_hub", "test_live_server_notebooks", "test_live_hub_notebooks",
          "test_browser", "test_nbgrader_pipeline", "test_grading", "test_phoenix", "test_tool_count",
-         "test_doctor")
+         "test_doctor", "test_lab")
 MATRIX = ("test_live_server_notebooks", "test_live_hub_notebooks")
 LAST = ("test_website",)
 

@@ -168,7 +168,12 @@ def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def run_notebook(path: Path, env: dict[str, str] | None = None,
                  timeout: int = CELL_TIMEOUT_S) -> ExecutedNotebook:
-    """Execute ``path`` top to bottom in a fresh kernel (cwd: its folder); errors raise."""
+    """Execute ``path`` top to bottom in a fresh kernel (cwd: its folder); errors raise.
+
+    The kernel is the one ``make lab`` gives a student (``lab/`` on ``JUPYTER_PATH``: forked
+    from a process that imported the heavy libraries once, ``classroom/kernels.py``), so the
+    suite's many notebook runs do not each import torch, transformers and LangChain. The Colab
+    mirror and the grader run ordinary kernels."""
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", allow_errors=False,
@@ -176,7 +181,8 @@ def run_notebook(path: Path, env: dict[str, str] | None = None,
     )
     start = time.perf_counter()
     saved = dict(os.environ)
-    kernel = kernel_env(env)
+    lab_path = os.pathsep.join([str(ROOT / "lab"), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    kernel = kernel_env({"JUPYTER_PATH": lab_path, **(env or {})})
     os.environ.clear()
     os.environ.update(kernel)
     try:
