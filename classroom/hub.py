@@ -428,13 +428,20 @@ def _chapters(cls: ClassHub) -> list[str]:
 
 def release(cls: ClassHub) -> None:
     """The instructor generates the chapters, releases ``cls.chapter`` and adds the students to
-    the gradebook (nbgrader's own commands, run as the instructor in ``~/course``)."""
+    the gradebook (nbgrader's own commands, run as the instructor in ``~/course``).
+
+    Every chapter under ``~/course/source`` is generated, by one nbgrader run (the assignment id
+    ``*``): ``write_configuration`` put the class's chapters there, in a home ``create_accounts``
+    has just made."""
     nbgrader = str(cls.python.parent / "nbgrader")
-    steps = [[step, c, "--force"] for step, c in [
-        *[("generate_assignment", c) for c in _chapters(cls)], ("release_assignment", cls.chapter)]]
     # The class list, so that Formgrader names each student (and lists them before they submit).
-    steps += [["db", "student", "add", s, f"--first-name={s.removeprefix(cls.prefix).title()}",
-               "--last-name=Student"] for s in cls.students]
+    roster = cls.course / "students.csv"
+    roster.write_text("id,first_name,last_name\n" + "".join(
+        f"{s},{s.removeprefix(cls.prefix).title()},Student\n" for s in cls.students))
+    shutil.chown(roster, cls.instructor, cls.instructor)
+    steps = [["generate_assignment", "*", "--force"],
+             ["release_assignment", cls.chapter, "--force"],
+             ["db", "student", "import", str(roster)]]
     for step in steps:
         done = as_user(cls.instructor, [nbgrader, *step], cls, cwd=cls.course)
         if done.returncode:
