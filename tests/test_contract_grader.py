@@ -1,7 +1,8 @@
 """Contract cases of the class grader (classroom/grading/): the output path is checked before any
 notebook is graded, the CSV never holds a cell a spreadsheet runs as a formula, and two notebooks of
 one name in one student's folder are graded once with the others named. Table tests; nbgrader is
-replaced by a stand-in that records what it was asked to grade (real runs at the end)."""
+replaced by a stand-in that records what it was asked to grade (one real run at the end, read
+by two tests)."""
 
 from __future__ import annotations
 
@@ -184,44 +185,46 @@ def test_nbgrader_layout_duplicates_are_named_too(tmp_path, graded):
 
 # ------------------------------------------------------------------------ one real run, no mock
 
+NAME = '=HYPERLINK("evil.example?[x]*","click")'  # nbgrader would read [x]* as a pattern
+LEADS = {"equals": "=dan", "plus": "+bob", "minus": "-alice", "at": "@carol"}
 
-@pytest.mark.contract("wrong result")
-def test_a_real_run_with_a_formula_name_and_a_duplicate(tmp_path):
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory) -> list[dict[str, str]]:
+    """The grader's own command line, kernels and CSV writer (no stand-in), run once over one
+    class: ``NAME`` with a second notebook of the same name in ``old/``, and four students whose
+    folders start with =, +, - and @. Its CSV rows."""
+    tmp_path = tmp_path_factory.mktemp("real-run")
     submitted = tmp_path / "submitted"
-    name = '=HYPERLINK("evil.example?[x]*","click")'  # nbgrader would read [x]* as a pattern
-    (submitted / name / "old").mkdir(parents=True)
-    shutil.copy(HONEST, submitted / name / "practice.ipynb")
-    shutil.copy(HONEST, submitted / name / "old" / "practice.ipynb")
+    (submitted / NAME / "old").mkdir(parents=True)
+    shutil.copy(HONEST, submitted / NAME / "old" / "practice.ipynb")
+    for name in (NAME, *LEADS.values()):
+        (submitted / name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(HONEST, submitted / name / "practice.ipynb")
     out = tmp_path / "scores.csv"
     code = main(["grade", str(submitted), "--source", str(SOURCE.parent), "--out", str(out),
-                 "--no-sandbox", "--workers", "1", "--cell-timeout", "20"])
+                 "--no-sandbox", "--workers", "2", "--cell-timeout", "20"])
     assert code == 0
-    (row,) = _rows(out)
-    assert row["student"] == "'" + name and row["total"] == row["max"] == "5"
+    return _rows(out)
+
+
+@pytest.mark.contract("wrong result")
+def test_a_real_run_with_a_formula_name_and_a_duplicate(real_run):
+    (row,) = [row for row in real_run if row["student"] == "'" + NAME]  # shown as text
+    assert row["total"] == row["max"] == "5"
     assert "also submitted, not graded: old/practice.ipynb" in row["notes"]
 
 
 # --------------------------------------- every formula-leading student folder keeps its row
 
 
-LEADS = {"equals": "=dan", "plus": "+bob", "minus": "-alice", "at": "@carol"}
-
-
 @pytest.mark.contract("data loss")
-def test_every_formula_leading_student_gets_a_neutralised_row_in_a_real_run(tmp_path):
-    """The grader's own command line, kernels and CSV writer (no stand-in): four students whose
-    folders start with =, +, - and @, each with a row (never dropped), the name shown as text."""
-    submitted = tmp_path / "submitted"
-    for name in LEADS.values():
-        (submitted / name).mkdir(parents=True)
-        shutil.copy(HONEST, submitted / name / "practice.ipynb")
-    out = tmp_path / "scores.csv"
-    code = main(["grade", str(submitted), "--source", str(SOURCE.parent), "--out", str(out),
-                 "--no-sandbox", "--workers", "2", "--cell-timeout", "20"])
-    assert code == 0
-    rows = {row["student"]: row for row in _rows(out)}
-    assert sorted(rows) == sorted("'" + name for name in LEADS.values())
-    for row in rows.values():
+def test_every_formula_leading_student_gets_a_neutralised_row_in_a_real_run(real_run):
+    """Each of the four students whose folders start with =, +, - and @ has a row (never
+    dropped), the name shown as text, in the real run."""
+    assert sorted(row["student"] for row in real_run) == sorted(
+        "'" + name for name in (NAME, *LEADS.values()))
+    for row in real_run:
         assert row["total"] == row["max"] == "5"
         assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values())
 
