@@ -115,28 +115,44 @@ def _linked_python(tmp_path: Path) -> Path:
     return link / "bin" / Path(sys.executable).name
 
 
-def _in_linked_venv(python: Path, code: str, timeout: int = 240) -> dict:
+# One Python started through the linked venv: what its kernel would start from, then the grade it
+# gives an honest student in the sandbox (``{student}``: the class folder).
+IN_LINKED_VENV = """
+import json, sys
+from pathlib import Path
+from classroom.grading import grade_class
+from classroom.grading.bubblewrap import kernel_env, kernel_python, readable_paths
+mounted = readable_paths()
+def seen(p): return any(Path(p) == m or m in Path(p).parents for m in mounted)
+facts = {{"executable": sys.executable, "exe_seen": seen(sys.executable),
+          "kernel": kernel_python(), "kernel_seen": seen(kernel_python()),
+          "path": kernel_env(Path("/tmp")).get("PATH", "").split(":")[0]}}
+(r,) = grade_class(Path({student!r}), [Path({source!r})], log=None)
+facts["graded"] = {{"points": r.score, "max": r.max_score, "notes": r.notes}}
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def linked_venv(tmp_path_factory) -> dict:
+    """What a grader started from the venv through a symlink finds, and grades (one run)."""
+    tmp_path = tmp_path_factory.mktemp("linked")
+    student = tmp_path / "submitted" / "alice"
+    student.mkdir(parents=True)
+    shutil.copy(HONEST, student / "practice.ipynb")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                         timeout=timeout, cwd=ROOT, env=env)
+    code = IN_LINKED_VENV.format(student=str(student.parent), source=str(SOURCE))
+    out = subprocess.run([str(_linked_python(tmp_path)), "-c", code], capture_output=True,
+                         text=True, timeout=240, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.contract("wrong result")
 @needs_sandbox
-def test_the_kernel_starts_from_a_path_the_sandbox_mounts(tmp_path):
-    facts = _in_linked_venv(_linked_python(tmp_path), """
-import json, sys
-from pathlib import Path
-from classroom.grading.bubblewrap import kernel_env, kernel_python, readable_paths
-mounted = readable_paths()
-def seen(p): return any(Path(p) == m or m in Path(p).parents for m in mounted)
-print(json.dumps({"executable": sys.executable, "exe_seen": seen(sys.executable),
-                  "kernel": kernel_python(), "kernel_seen": seen(kernel_python()),
-                  "path": kernel_env(Path("/tmp")).get("PATH", "").split(":")[0]}))
-""", timeout=60)
+def test_the_kernel_starts_from_a_path_the_sandbox_mounts(linked_venv):
+    facts = linked_venv
     assert "linked-venv" in facts["executable"] and not facts["exe_seen"]  # the finding
     assert facts["kernel_seen"] and "linked-venv" not in facts["kernel"]
     assert Path(facts["kernel"]).parent == VENV.resolve() / "bin"  # the venv, not the base
@@ -151,16 +167,6 @@ def test_kernel_python_keeps_the_venv_interpreter_here():
 
 @pytest.mark.contract("wrong result")
 @needs_sandbox
-def test_an_honest_student_graded_from_a_symlinked_venv_gets_full_marks(tmp_path):
-    python = _linked_python(tmp_path)
-    student = tmp_path / "submitted" / "alice"
-    student.mkdir(parents=True)
-    shutil.copy(HONEST, student / "practice.ipynb")
-    result = _in_linked_venv(python, f"""
-import json
-from pathlib import Path
-from classroom.grading import grade_class
-(r,) = grade_class(Path({str(student.parent)!r}), [Path({str(SOURCE)!r})], log=None)
-print(json.dumps({{"points": r.score, "max": r.max_score, "notes": r.notes}}))
-""")
+def test_an_honest_student_graded_from_a_symlinked_venv_gets_full_marks(linked_venv):
+    result = linked_venv["graded"]
     assert (result["points"], result["max"]) == (5, 5), result["notes"]
