@@ -68,10 +68,13 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
 
-from classroom.grading import student_edition
+# nbformat and classroom.grading (nbgrader) are imported where a notebook is read or written, so
+# the command line refuses a wrong argument without loading them (seconds of imports).
 
 __all__ = [
     "BACKUP_DIR",
@@ -229,12 +232,16 @@ def _free_name(path: Path) -> Path:
 
 def _write_new_file(nb: nbformat.NotebookNode, path: Path) -> None:
     """Write ``nb`` to ``path``, which must not exist (never overwrites, never follows a link)."""
+    import nbformat
+
     with open(path, "x", encoding="utf-8") as f:
         nbformat.write(nb, f)
 
 
 def _read_notebook(path: Path) -> nbformat.NotebookNode:
     """``path`` as a notebook; raises ``ValueError`` naming why it is not one."""
+    import nbformat
+
     try:
         nb = nbformat.read(path, as_version=4)
         _ = [(c.cell_type, c.source) for c in nb.cells]
@@ -346,6 +353,8 @@ def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
     manifest = _load_manifest(dest, report.notes, now)
     notebooks = _instructor_notebooks(source)
     report.moved = _move_renamed({p.stem for p in notebooks}, dest, manifest)
+    from classroom.grading import student_edition
+
     for path in notebooks:
         try:
             edition = student_edition(_read_notebook(path))
@@ -364,6 +373,8 @@ def sync_student_copy(source: Path = NOTEBOOKS_DIR, dest: Path = STUDENT_DIR,
 def _sync_one(edition: nbformat.NotebookNode, target: Path, manifest: dict[str, str],
               now: datetime | None) -> SyncAction:
     """Bring one notebook ``target`` up to date with ``edition``; updates ``manifest``."""
+    import nbformat
+
     dest, name = target.parent, target.name
     beside = _new_beside(target)
     _refuse_links(dest, target)
@@ -403,6 +414,8 @@ def _write_beside(edition: nbformat.NotebookNode, beside: Path, manifest: dict[s
     """Put the new ``edition`` beside a changed notebook: in ``beside`` (``<stem>.new.ipynb``)
     unless the student changed that file (or this module did not write it), else under a dated
     name. Returns the outcome and the file name written."""
+    import nbformat
+
     new_print = fingerprint(edition)
     if not beside.exists():
         _write_new_file(edition, beside)
@@ -671,6 +684,10 @@ def restore_chapter(chapter: str, source: Path = NOTEBOOKS_DIR, dest: Path = STU
     place and remove the ``.new`` file."""
     source, dest = Path(source), Path(dest)
     path = _find_chapter(source, chapter)
+    import nbformat
+
+    from classroom.grading import student_edition
+
     try:
         edition = student_edition(_read_notebook(path))
     except ValueError as err:
