@@ -43,7 +43,6 @@ from course.checkpoints import (
     thread_lock,
 )
 from course.cli import seconds, whole_number
-from course.memory.chat_graph import build_chat_graph
 from course.records import Record, json_safe
 
 __all__ = [
@@ -239,6 +238,9 @@ def append_turns(path: str | Path, thread_id: str, writer: str, turns: int, mode
     """
     if mode not in WRITE_MODES:
         raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+    thread_config(thread_id)  # an id that cannot be stored is refused before the file is opened
+    from course.memory.chat_graph import build_chat_graph  # LangGraph: only for the work
+
     report = report if report is not None else WriterReport(writer)
     saver = sqlite_checkpointer(path, guard=mode != "unguarded")
     app = build_chat_graph(ScriptedEcho(delay=delay), checkpointer=saver)
@@ -389,6 +391,8 @@ def measure_growth(turn_counts: Sequence[int] = (5, 10, 20, 40),
     counts = list(turn_counts)
     if len(counts) < 2 or any(not isinstance(n, int) or n < 1 for n in counts):
         raise ValueError("turn_counts needs at least two positive integers, e.g. (5, 10, 20)")
+    from course.memory.chat_graph import build_chat_graph
+
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="growth-"))
     rows = []
     for n in counts:
