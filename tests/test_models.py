@@ -75,3 +75,23 @@ def test_notes_tokenizer_is_qwen_or_says_what_it_counts_with(local):
     else:
         assert label.startswith("SmolLM2-135M-Instruct tokenizer") and "missing" in label
         assert tokenizer is local.tokenizer
+
+
+def _chat(*turns: tuple[str, str]) -> list[dict]:
+    return [{"role": role, "content": [{"type": "text", "text": text}]} for role, text in turns]
+
+
+def test_a_later_step_reads_the_previous_prompt_from_its_cache(local):
+    """An agent's step repeats the previous step's prompt: the smolagents model starts from that
+    prompt's kept keys and values, and writes the tokens a model reading it all would write."""
+    first = _chat(("system", "You answer with Python code in <code> tags."),
+                  ("user", "Print the sum of 2 and 3."))
+    model = models.smolagents_model(max_new_tokens=12)
+    step1 = model.generate(first)
+    second = first + _chat(("assistant", step1.content), ("user", "Observation: 5"))
+    step2 = model.generate(second)
+    assert model.reused_tokens == step1.token_usage.input_tokens  # the whole first prompt
+    whole = models.smolagents_model(max_new_tokens=12)  # a new object: nothing kept
+    again = whole.generate(second)
+    assert whole.reused_tokens == 0
+    assert again.content == step2.content and again.token_usage == step2.token_usage

@@ -19,8 +19,9 @@ after its last step.
 A model loaded in the kernel keeps the key/value cache of the first prompt it read
 (:class:`course.tools.constrained.PrefixCache`): the three tasks share smolagents' system prompt
 up to the tool list (about 1,750 tokens), so the second and third runs compute only the tokens
-after it. The outputs are the model's own greedy continuations either way; each run reports how
-many prompt tokens came from the cache.
+after it; and a run's later step starts from its previous step's prompt, which it repeats whole
+(:class:`course.models.for_smolagents.SharedTransformersModel`). The outputs are the model's own
+greedy continuations either way; each run reports how many prompt tokens came from a cache.
 
 :func:`run_live_tuned` runs the same tasks with the bundled base + the course's tools LoRA
 adapter (``course/data/adapters/smollm2-tools``, chapter 07), whatever the setting, when its
@@ -53,7 +54,7 @@ from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_spans
 from course.records import Record
 from course.settings import MODEL_SETTING, active_model
 from course.tools import spans as tracing
-from course.tools.constrained import PrefixCache, StopWhenReply
+from course.tools.constrained import PrefixCache, StopWhenReply, common_prefix_length
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["TUNED_STEPS", "LivePlan", "LiveRun", "choice_label", "first_code_block_end",
@@ -227,33 +228,36 @@ def first_code_block_end(text: str) -> int | None:
 
 
 if TYPE_CHECKING:  # the class the mix-in goes before (prefix_reusing), as the type checker's base
-    from smolagents import TransformersModel as _MixedInto
+    from course.models.for_smolagents import SharedTransformersModel as _MixedInto
 else:
     _MixedInto = object
 
 
 class _PrefixReuse(_MixedInto):
-    """For smolagents' ``TransformersModel`` over the kernel's model: start each prompt from the
-    kept prefix cache, and (``first_block``) stop at the first complete code block."""
+    """For :class:`course.models.for_smolagents.SharedTransformersModel` over the kernel's model:
+    start each prompt from the kept prefix cache, or from the previous prompt when that shares
+    more (a run's later step), and (``first_block``) stop at the first complete code block."""
 
     prefix: PrefixCache
     first_block: bool
-    cached_tokens: int = 0
+
+    def start_cache(self, ids: list[int]) -> tuple[Any, int, int]:
+        first = not self.prefix.ids
+        if first:  # the first prompt is kept: computed once, here
+            self.prefix.keep(ids[:-1])
+        cache, shared = self.start_from_previous(ids)
+        if shared > common_prefix_length(self.prefix.ids, ids[:-1]):
+            return cache, shared, len(ids)
+        reused = self.prefix.reused
+        cache = self.prefix.start(ids)  # holds all but the last token, which generate reads
+        return cache, 0 if first else self.prefix.reused - reused, len(ids) - 1
 
     def _prepare_completion_args(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         from transformers import StoppingCriteriaList
 
         completion = super()._prepare_completion_args(*args, **kwargs)
-        ids = completion["inputs"][0].tolist()
-        first = not self.prefix.ids
-        if first:  # the first prompt is kept: computed once, here
-            self.prefix.keep(ids[:-1])
-        reused = self.prefix.reused
-        completion["past_key_values"] = self.prefix.start(ids)
-        if not first:
-            self.cached_tokens += self.prefix.reused - reused
         if self.first_block:
-            first_block = StopWhenReply(self.tokenizer, len(ids),
+            first_block = StopWhenReply(self.tokenizer, completion["inputs"].shape[1],
                                         lambda reply: first_code_block_end(reply) is not None)
             completion["stopping_criteria"] = StoppingCriteriaList(
                 [*(completion.get("stopping_criteria") or []), first_block])
@@ -281,9 +285,9 @@ def reusing_kept_prefix(model: Any, plan: LivePlan) -> Any:
 
 
 def prefix_reusing(model: Any, prefix: Any, first_block: bool) -> Any:
-    """``model`` (smolagents' TransformersModel over a kernel model) made to reuse ``prefix``
-    (a :class:`course.tools.constrained.PrefixCache`), and with ``first_block`` to end each call
-    at its first complete code block."""
+    """``model`` (a :class:`course.models.for_smolagents.SharedTransformersModel`) made to reuse
+    ``prefix`` (a :class:`course.tools.constrained.PrefixCache`), and with ``first_block`` to end
+    each call at its first complete code block."""
     model.__class__ = type(f"PrefixReuse{type(model).__name__}", (_PrefixReuse, type(model)), {})
     model.prefix, model.first_block = prefix, first_block
     return model
@@ -303,7 +307,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
         model = smolagents_model(max_new_tokens=plan.max_new_tokens)
         if active_model().in_kernel:
             model = reusing_kept_prefix(model, plan)
-    cached_before = getattr(model, "cached_tokens", 0)
+    cached_before = getattr(model, "reused_tokens", 0)
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
                       max_steps=plan.max_steps + 1,
                       step_callbacks=[stop_after_steps(plan.max_steps)], verbosity_level=-1)
@@ -324,7 +328,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
     if answer is None and not any(s.is_final_answer for s in trace.steps) and stopped == "final_answer":
         stopped = "no final answer"
     return LiveRun(name, trace, answer, stopped, seconds, plan,
-                   getattr(model, "cached_tokens", 0) - cached_before)
+                   getattr(model, "reused_tokens", 0) - cached_before)
 
 
 TUNED_STEPS = 2
