@@ -9,7 +9,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Two workers share two cores: one torch thread each (read when torch is imported, which
+    # The workers share two cores: one torch thread each (read when torch is imported, which
     # no test module has done yet), like the notebook kernels (nbharness.kernel_env) and the
     # processes they start. Threads that compete for a core make a forward pass several times
     # slower.
@@ -18,6 +18,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 NOTE_AND_REFERENCE_RUNS = ["weather_note", "bond_note", "debug_note", "bond_reference_72b",
                            "debug_reference_72b", "bond_ideal_react"]
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    """Where the browser tests save screenshots: a temporary folder, or ``docs/screenshots/``
+    with ``COURSE_UPDATE_SCREENSHOTS=1`` (how the committed ones are made)."""
+    if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
+        folder = ROOT / "docs" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture(scope="session")

@@ -167,14 +167,6 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
-        folder = ROOT / "docs" / "screenshots"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-    return tmp_path_factory.mktemp("screenshots")
-
 
 def _wait_for_kernel(lab: dict, notebook: str, timeout: float = 90) -> None:
     """Wait until the page's kernel is started, idle and connected (asked of the server)."""

@@ -71,12 +71,6 @@ COMMENT = {"alice": "Right: recorded and derived told apart.",
 SLOW_S = 600_000                         # ms: a login spawns a server, autograde runs a kernel
 TIMES: dict[str, float] = {}             # each step's wall time (printed at the end)
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
-        return ROOT / "docs" / "screenshots"
-    return tmp_path_factory.mktemp("hub-screenshots")
-
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):

@@ -132,12 +132,6 @@ def instructor_lab(tmp_path_factory) -> Iterator[MakeLab]:
         yield lab
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
-        return ROOT / "docs" / "screenshots"
-    return tmp_path_factory.mktemp("screenshots")
-
 
 def _first_page(browser, url: str, shot: Path) -> tuple[object, str]:
     """Open what ``make lab`` opens; return the page and the open notebook's full text."""

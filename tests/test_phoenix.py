@@ -80,12 +80,6 @@ def a5(phoenix, tmp_path_factory):
     return result
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    if os.environ.get("COURSE_UPDATE_SCREENSHOTS") == "1":
-        return ROOT / "docs" / "screenshots"
-    return tmp_path_factory.mktemp("screenshots")
-
 
 def _stored_spans(phoenix, expected: int, within: float = 30.0) -> list[dict]:
     """The spans Phoenix's REST API returns once it stored ``expected`` (it inserts in batches)."""
