@@ -63,8 +63,6 @@ class SharedTransformersModel(TransformersModel):
         and how many that is (a fresh, empty cache and 0 when they share none)."""
         from transformers import DynamicCache
 
-        from course.tools.constrained import common_prefix_length
-
         if self._reading is not None:  # the last call's cache, which generate has extended
             read, cache = self._reading
             self._reading = None
@@ -74,7 +72,8 @@ class SharedTransformersModel(TransformersModel):
         if self.previous is None:
             return DynamicCache(), 0
         kept_ids, kept = self.previous
-        shared = min(common_prefix_length(kept_ids, ids), len(ids) - 1)
+        same = [x == y for x, y in zip(kept_ids, ids, strict=False)]
+        shared = min(same.index(False) if False in same else len(same), len(ids) - 1)
         if shared <= 0:
             return DynamicCache(), 0
         tensors = [t for layer in kept.layers for t in (layer.keys, layer.values)]
