@@ -8,9 +8,9 @@ from course.memory.prefix_cache import (
     PrefixReuseReport,
     TurnTiming,
     _FirstTokenClock,
-    common_prefix_length,
     measure_prefix_reuse,
 )
+from course.models.local import common_prefix_length
 
 
 @pytest.fixture(scope="module")

@@ -51,10 +51,11 @@ from smolagents.utils import AgentError
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_spans
+from course.models.local import common_prefix_length
 from course.records import Record
 from course.settings import MODEL_SETTING, active_model
 from course.tools import spans as tracing
-from course.tools.constrained import PrefixCache, StopWhenReply, common_prefix_length
+from course.tools.constrained import PrefixCache, StopWhenReply
 from course.tools.for_libraries import smolagents_door
 
 __all__ = ["TUNED_STEPS", "LivePlan", "LiveRun", "choice_label", "first_code_block_end",

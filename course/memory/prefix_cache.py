@@ -32,14 +32,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from course.cli import whole_number
+from course.models.local import common_prefix_length
 from course.records import Record
-from course.tools.constrained import common_prefix_length  # chapter 01's; re-exported here
 
 __all__ = [
     "DEFAULT_TURNS",
     "PrefixReuseReport",
     "TurnTiming",
-    "common_prefix_length",
     "measure_prefix_reuse",
 ]
 

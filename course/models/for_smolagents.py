@@ -20,7 +20,7 @@ from typing import Any
 from smolagents import Model, OpenAIServerModel, TransformersModel
 from transformers import TextIteratorStreamer
 
-from course.models.local import LocalModel
+from course.models.local import LocalModel, common_prefix_length
 from course.models.served import CallBudget, replies, server_errors
 from course.settings import ModelChoice
 
@@ -72,8 +72,7 @@ class SharedTransformersModel(TransformersModel):
         if self.previous is None:
             return DynamicCache(), 0
         kept_ids, kept = self.previous
-        same = [x == y for x, y in zip(kept_ids, ids, strict=False)]
-        shared = min(same.index(False) if False in same else len(same), len(ids) - 1)
+        shared = min(common_prefix_length(kept_ids, ids), len(ids) - 1)
         if shared <= 0:
             return DynamicCache(), 0
         tensors = [t for layer in kept.layers for t in (layer.keys, layer.values)]

@@ -16,6 +16,7 @@ downloading a hub model (``course.use_model(..., online=True)`` does), or genera
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -313,3 +314,13 @@ def load_failure(choice: ModelChoice, source: str, err: BaseException) -> Course
     return CourseSettingError(
         f"{MODEL_SETTING}={choice.value!r} could not be loaded ({raw}). Fix: check the id, or "
         f"unset {MODEL_SETTING} to use the bundled model.")
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Number of leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

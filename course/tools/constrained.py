@@ -28,14 +28,15 @@ lesson's point: the format becomes guaranteed, the content does not.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from course.models.local import common_prefix_length
 from course.tools.protocol import CALL_CLOSE, CALL_OPEN
 
-__all__ = ["PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor", "common_prefix_length",
+__all__ = ["PrefixCache", "StopWhenReply", "ToolCallLogitsProcessor",
            "constrained_call", "sample_replies"]
 
 MAX_STRING_TOKENS = 8
@@ -145,16 +146,6 @@ class _RowState:
                 break  # out of tokens before a choice was made: the call stays truncated
             rest.extend(seg.ids)
         return rest
-
-
-def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """Number of leading tokens ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class PrefixCache:
