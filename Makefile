@@ -30,7 +30,11 @@ $(STAMP): pyproject.toml $(wildcard constraints*.txt) Makefile
 		echo "$(VENV) was made with $$($(PY) --version), not $$($$base --version) (PYTHON=$(PYTHON)). Fix: \`make clean\` first, or keep the venv and leave PYTHON unset."; exit 1; fi; \
 	test -x $(PY) || { echo "making $(VENV) with $$($$base --version) ($$base)"; $$base -m venv $(VENV); }
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[test]"
+	$(PIP) install --quiet --no-compile -c $(CONSTRAINTS) -e ".[test]"
+	@# pip's own byte-compilation runs on one core (about 45 CPU-s of the install); compileall
+	@# writes the same .pyc files on every core. Like pip, it does not stop on a file that this
+	@# Python cannot compile (torch ships one for 3.12 only); such a file fails when imported.
+	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	touch $(STAMP)
 
 assets: $(ASSETS)
