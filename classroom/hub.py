@@ -428,12 +428,13 @@ def _chapters(cls: ClassHub) -> list[str]:
 
 def release(cls: ClassHub) -> None:
     """The instructor generates the chapters, releases ``cls.chapter`` and adds the students to
-    the gradebook (nbgrader's own commands, run as the instructor in ``~/course``).
+    the gradebook (nbgrader's own commands, run as the instructor in ``~/course`` through
+    :mod:`classroom.grading.nbgrader_cli`).
 
     Every chapter under ``~/course/source`` is generated, by one nbgrader run (the assignment id
     ``*``): ``write_configuration`` put the class's chapters there, in a home ``create_accounts``
     has just made."""
-    nbgrader = str(cls.python.parent / "nbgrader")
+    nbgrader = [str(cls.python), "-m", "classroom.grading.nbgrader_cli"]
     # The class list, so that Formgrader names each student (and lists them before they submit).
     roster = cls.course / "students.csv"
     roster.write_text("id,first_name,last_name\n" + "".join(
@@ -443,7 +444,7 @@ def release(cls: ClassHub) -> None:
              ["release_assignment", cls.chapter, "--force"],
              ["db", "student", "import", str(roster)]]
     for step in steps:
-        done = as_user(cls.instructor, [nbgrader, *step], cls, cwd=cls.course)
+        done = as_user(cls.instructor, [*nbgrader, *step], cls, cwd=cls.course)
         if done.returncode:
             raise ClassSetupError(f"nbgrader {' '.join(step)} failed as {cls.instructor}:\n"
                                   f"{done.stderr[-3000:]}")

@@ -20,21 +20,31 @@ The modules, in the order a submission meets them:
 - :mod:`~classroom.grading.sandboxed_kernel` and :mod:`~classroom.grading.bubblewrap`: the
   kernel in a bubblewrap sandbox, with resource limits;
 - :mod:`~classroom.grading.results`: the records, what an autograded cell shows, the CSV;
-  :mod:`~classroom.grading.feedback`: what goes back to a student; :mod:`~classroom.grading.cli`.
+  :mod:`~classroom.grading.feedback`: what goes back to a student; :mod:`~classroom.grading.cli`;
+  :mod:`~classroom.grading.nbgrader_cli`: nbgrader's own command line, as the grader starts it.
 
 Not handled: manually graded answers (nbgrader's formgrader does those).
 """
 
+import sys
+
+# jsonschema (under nbformat) imports rfc3987_syntax when installed, which compiles a grammar at
+# import time (1.5-4 s of CPU per process); notebooks use no IRI formats, so every process that
+# imports the grader first (``python -m classroom.grading`` and the nbgrader processes it starts,
+# ``python -m classroom.grading.nbgrader_cli``) goes without it.
+# A None entry makes the import fail (the import system documents it; typeshed allows modules only).
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
 # What the rest of the course and the tests use (``from classroom.grading import student_edition``);
 # the records and the steps in between are in their modules.
-from classroom.grading.results import ResourceLimits, graded_cells
-from classroom.grading.student import (
+from classroom.grading.results import ResourceLimits, graded_cells  # noqa: E402
+from classroom.grading.student import (  # noqa: E402
     leaked_solution_lines,
     solution_lines,
     student_edition,
     write_student_editions,
 )
-from classroom.grading.submissions import grade_class
+from classroom.grading.submissions import grade_class  # noqa: E402
 
 __all__ = [
     "ResourceLimits",

@@ -175,12 +175,13 @@ def autograde(jobs: Sequence[Submission], workers: int, limits: ResourceLimits,
 
 
 def _nbgrader(course: Path, args: list[str], timeout: float) -> tuple[int, str]:
-    """Run ``nbgrader <args>`` in ``course`` (this interpreter's, its commands on PATH); its
-    exit code (-9 when killed at ``timeout``) and its log. Killing it ends its kernels'
-    sandboxes (``bwrap --die-with-parent``)."""
+    """Run ``nbgrader <args>`` in ``course`` (this interpreter's, through
+    :mod:`~classroom.grading.nbgrader_cli`, its commands on PATH); its exit code (-9 when killed
+    at ``timeout``) and its log. Killing it ends its kernels' sandboxes (``bwrap
+    --die-with-parent``)."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "classroom.grading.nbgrader_cli", *args], cwd=course, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", start_new_session=True)
     try:
