@@ -202,3 +202,36 @@ def test_the_bfcl_cell_shows_both_committed_tables(run):
             assert line == [f"{a['well_formed']}/{a['n']} / {a['accepted']}/{a['n']}",
                             f"{b['well_formed']}/{b['n']} / {b['accepted']}/{b['n']}"], line
     assert tuned["model"] in text and base["model"] in text  # the models it names
+
+
+def test_the_larger_run_is_read_from_its_committed_files_per_family(run):
+    from course.finetune.evaluate import RUNS_DIR
+
+    folder = RUNS_DIR / "pilot-1000"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    committed = json.loads((folder / "evaluation-30-tasks.json").read_text())
+    assert run.shown_one("at-scale", "manifest-1000")["data_sha256"] == manifest["data_sha256"]
+    assert run.text("at-scale").startswith(
+        f"[{COMMITTED}finetune_runs/pilot-1000/manifest.json)] adapter pilot-1000: 1,000 trajectories")
+    shown = run.record("at-scale", shown=False)  # the HeldOut table, besides the lines shown
+    assert shown["file"] == "course/data/finetune_runs/pilot-1000/evaluation-30-tasks.json"
+    assert shown["summary"] == committed["summary"] and shown["summary"][0]["tasks"] == 30
+    per_family = {(r["model"], r["family"]): (r["success"], r["tasks"])
+                  for r in run.shown_one("at-scale", "per-family")}
+    assert per_family == {(r["model"], r["family"]): (r["success"], r["tasks"])
+                          for r in committed["by_family"]}  # the cell's count is the file's
+    base, tuned = (s["model"] for s in committed["summary"])
+    assert [per_family[(base, f)] for f in HELD_OUT_FAMILIES] == [(0, 10)] * 3
+    assert [per_family[(tuned, f)][0] for f in HELD_OUT_FAMILIES] == [6, 7, 0]
+
+
+def test_the_larger_runs_failure_modes_are_counted_as_the_prose_says(run):
+    assert run.shown_one("at-scale-failures", "notes-three") == [False, False, False]
+    disagree = run.shown_one("at-scale-failures", "disagree")
+    assert disagree == {"tasks": 10, "searched_again": 2, "named one source's figure": 6,
+                        "names no source's temperature": 2, "no final answer": 2}
+    assert not any("glue" in kind or "range" in kind for kind in disagree)  # "none glues a range"
+    odd = run.shown_one("at-scale-failures", "film-answers")
+    assert len(odd) == 1 and odd[0].startswith("<function")  # the check's hole, found by the cell
+    prose = next(c.source for c in run.nb.cells if c.get("id") == "at-scale-read")
+    assert "none glues a range" in prose and "function object" in prose and "**A script to debug**: none" in prose

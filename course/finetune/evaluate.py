@@ -35,7 +35,13 @@ from typing import Any
 from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS  # one cap, chapters 02-03's too
 from course.records import Record, committed_label, shown_path
 
+RUNS_DIR = Path(__file__).resolve().parents[1] / "data" / "finetune_runs"
+"""Committed manifests and evaluations of training runs larger than the shipped adapter's, one
+folder per run (``pilot-1000/``); their weights are not shipped (each is reproducible from its
+manifest's seed and data hash)."""
+
 __all__ = [
+    "RUNS_DIR",
     "HeldOut",
     "HeldOutComparison",
     "TaskResult",
