@@ -31,12 +31,19 @@
 Importing the package switches the spans on (:func:`.spans.instrument`): from then on every
 smolagents and LangChain / LangGraph run in the process, this chapter's graphs included, emits
 spans through the course's provider, whether or not a ``capture()`` collects them (appendix A5
-reads them; every later chapter imports this package).
+reads them; every later chapter imports this package). A command line of the course
+(``python -m course.tools.bfcl``, ``python -m course.guards.warehouse``) is the exception: Python
+imports this package while it looks the command's module up, when ``sys.argv[0]`` is still
+``"-m"``; nothing in such a process reads spans, and it checks its arguments before the
+frameworks load, so it is not instrumented.
 
 Notebooks and other chapters import each name from the module that defines it
 (``from course.tools.<module> import ...``); this package exports nothing itself.
 """
 
-from course.tools import spans
+import sys
 
-spans.instrument()
+if getattr(sys, "argv", [])[:1] != ["-m"]:
+    from course.tools import spans
+
+    spans.instrument()

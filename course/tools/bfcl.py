@@ -52,12 +52,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from course.assets import BFCL_PACKAGE, AssetError, fetch_data_package
 from course.records import Record
-from course.tools.constrained import PrefixCache, sample_replies
-from course.tools.protocol import parse_model_output, render_tool_prompt
+
+if TYPE_CHECKING:  # imported where used: the command line checks its arguments before they load
+    from course.tools.constrained import PrefixCache
 
 __all__ = ["BFCL_LAST_RUN", "BFCL_TOOLS_RUN", "CATEGORIES", "CHECKER", "BfclCase", "BfclRow", "BfclRun",
            "bfcl_output", "bfcl_wheel", "evaluate_bfcl", "flat_case", "judge", "load_ast_checker",
@@ -152,6 +153,8 @@ def tool_schema(function: dict[str, Any], required_only: bool = False) -> dict[s
 def bfcl_output(reply: str) -> list[dict[str, Any]] | None:
     """The model's reply as BFCL's checker reads a decoded call (``[{name: {arg: value}}]``),
     or None when the reply is not a call (plain text, or a call that does not parse)."""
+    from course.tools.protocol import parse_model_output
+
     parsed = parse_model_output(reply, strict=True)
     if parsed.kind != "call":
         return None
@@ -287,6 +290,8 @@ def reply_to(local: Any, case: BfclCase, mode: str, max_new_tokens: int = 64,
 
     Both modes get the same prompt (the course's tool prompt with the question's functions,
     every parameter shown); constrained mode writes the required parameters only."""
+    from course.tools.constrained import sample_replies
+
     prompt = _prompt(local, case)
     constrained = ([tool_schema(f, required_only=True) for f in case.functions]
                    if mode == "constrained" else None)
@@ -304,6 +309,8 @@ def model_label(local: Any) -> str:
 
 
 def _prompt(local: Any, case: BfclCase) -> str:
+    from course.tools.protocol import render_tool_prompt
+
     return render_tool_prompt(local, case.messages, [tool_schema(f) for f in case.functions])
 
 
@@ -320,6 +327,8 @@ def evaluate_bfcl(local: Any, categories: Sequence[str] = tuple(CATEGORIES),
     BFCL's checker; with ``free_on_all`` free mode also answers the questions that are not flat
     (:func:`flat_case`), in a row of its own. Both modes read one prompt, run once per question
     (:class:`~course.tools.constrained.PrefixCache`); a row's time is its own generation time."""
+    from course.tools.constrained import PrefixCache
+
     started = time.perf_counter()
     run = BfclRun(provenance, model_label(local), when or time.strftime("%Y-%m-%d"))
     for category in categories:

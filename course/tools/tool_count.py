@@ -28,12 +28,13 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from course.records import Record
 from course.tools.catalogue import CatalogueTool, ToolRetriever
-from course.tools.constrained import PrefixCache, constrained_call
-from course.tools.protocol import parse_model_output, render_tool_prompt, tool_list_text
+
+if TYPE_CHECKING:  # imported where used: the command line checks its arguments before they load
+    from course.tools.constrained import PrefixCache
 
 __all__ = ["LAST_FULL_RUN", "ToolCountCurve", "ToolCountPoint", "choose_tool", "draw_lists",
            "measure_tool_count", "tools_that_fit"]
@@ -158,6 +159,8 @@ def _name_only(tools: Sequence[CatalogueTool]) -> list[dict[str, Any]]:
 
 
 def _prompt(local: Any, request: str, shown: Sequence[CatalogueTool]) -> str:
+    from course.tools.protocol import render_tool_prompt
+
     return render_tool_prompt(local, [{"role": "user", "content": request}],
                               [t.openai_schema() for t in shown])
 
@@ -166,6 +169,9 @@ def choose_tool(local: Any, request: str, shown: Sequence[CatalogueTool],
                 prefix_cache: PrefixCache | None = None) -> tuple[str, int]:
     """The tool name the model picks for ``request`` among ``shown`` (constrained, greedy), and
     the prompt size in tokens. With ``prefix_cache`` the prompt starts from the kept tokens."""
+    from course.tools.constrained import constrained_call
+    from course.tools.protocol import parse_model_output
+
     prompt = _prompt(local, request, shown)
     reply = constrained_call(local, prompt, _name_only(shown), max_new_tokens=24,
                              prefix_cache=prefix_cache)
@@ -192,6 +198,8 @@ def draw_lists(catalogue: Sequence[CatalogueTool], size: int,
 def tools_that_fit(local: Any, catalogue: Sequence[CatalogueTool], margin: int = 160) -> int:
     """The most tools of ``catalogue`` whose prompt surely fits the model's context window (the
     longest tools counted, ``margin`` tokens left for the request and the call)."""
+    from course.tools.protocol import render_tool_prompt, tool_list_text
+
     window = getattr(local.model.config, "max_position_embeddings", None) or 10**9
     blank = [{"role": "user", "content": ""}]
     header = local.count_tokens(render_tool_prompt(local, blank, []))
@@ -217,6 +225,9 @@ def measure_tool_count(local: Any, catalogue: Sequence[CatalogueTool],
     serve any (a small live sample). A size larger than :func:`tools_that_fit` is cut to it.
     The retrieval row asks the same requests as the draws. ``log`` gets a line per finished draw.
     """
+    from course.tools.constrained import PrefixCache
+    from course.tools.protocol import render_tool_prompt
+
     curve = ToolCountCurve(model_name or getattr(local, "short_name", "model"))
     fit = tools_that_fit(local, catalogue)
     if sizes and max(sizes) > fit:
