@@ -1,22 +1,28 @@
 """nbgrader as the course runs it: the course template in ``nbgrader/`` driven by nbgrader's own
-command line (generate_assignment, autograde, export), every kernel in the course's sandbox and
-every check cell guarded (``classroom.grading.execute``).
+command line (generate_assignment, autograde, export), started as the class grader starts it
+(``classroom.grading.nbgrader_cli``), every kernel in the course's sandbox and every check cell
+guarded (``classroom.grading.execute``).
 
 Two courses, three submissions each: full (right answers), untouched (the release), one wrong.
 
 - A chapter as an instructor assigns it: ``03_agent_loop`` (six auto-graded checks, 10 points:
   the quiz and five exercises, and a written answer worth 3 that nbgrader leaves for manual
-  grading). Its "one wrong" submission answers exercise 2 (the agent loop) with a loop fitted to
-  the visible asserts only, which the hidden tests catch: 8 of 10. Its feedback is checked here
-  as tests/test_feedback.py checks every other chapter's (no hidden test in what a student
-  keeps), since this is the course whose autograde runs the chapter: a failed hidden test's
-  traceback and the checks' printed verdicts exist only in a run.
+  grading). The full submission is the whole chapter up to its exercises, which runs in the
+  sandbox without an error. The other two hand in the exercises with the cells they read
+  (``exercises_and_what_they_read``: the model's demonstrations left out, as a student may, since
+  nbgrader grades the cells with a grade id): one answers nothing, and "one wrong" answers
+  exercise 2 (the agent loop) with a loop fitted to the visible asserts only, which the hidden
+  tests catch: 8 of 10. Its feedback is checked here as tests/test_feedback.py checks every other
+  chapter's (no hidden test in what a student keeps), since this is the course whose autograde
+  runs the chapter: a failed hidden test's traceback and the checks' printed verdicts exist only
+  in a run.
 - The fixture notebook ``tests/fixtures/source/practice.ipynb`` (three checks, 5 points, no
   model), with a second assignment nobody submits.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import os
 import shutil
@@ -66,8 +72,8 @@ def agent_loop(task, model, tools, rules):
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
            "HF_HUB_OFFLINE": "1", "COURSE_TORCH_THREADS": "1"}  # kernels share 2 cores here
-    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course,
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "classroom.grading.nbgrader_cli", *args],
+                          cwd=course, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
     return done
 
@@ -102,6 +108,42 @@ def _solutions(instructor: nbformat.NotebookNode) -> dict[str, str]:
             if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")}
 
 
+def _top_level_names(source: str) -> set[str]:
+    """The names a cell's code binds at the top level (assigned, imported, defined), not those
+    local to its functions."""
+    bound: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        else:
+            bound.update(n.id for n in ast.walk(node)
+                         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    return bound
+
+
+def exercises_and_what_they_read(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with, of its code cells, only those nbgrader tracks (the quiz, the answers and the
+    checks) and the earlier cells that bind a name a kept cell reads (and not itself). A
+    submission a student may make: nbgrader grades the cells with a grade id. Names are read from
+    the code, so a name a cell binds only when it runs (``globals()[...]``) is not seen: a check
+    that needs one fails, and its score says so."""
+    needed: set[str] = set()
+    kept = []
+    for cell in reversed(nb.cells):
+        if cell.cell_type != "code":
+            kept.append(cell)
+            continue
+        bound = _top_level_names(cell.source)
+        if "nbgrader" in cell.metadata or bound & needed:
+            kept.append(cell)
+            needed |= {n.id for n in ast.walk(ast.parse(cell.source))
+                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    nb.cells = kept[::-1]
+    return nb
+
+
 @pytest.fixture(scope="module")
 def chapter_course(tmp_path_factory):
     """A course folder with chapter 03 assigned, three submissions autograded by nbgrader and
@@ -123,8 +165,10 @@ def chapter_course(tmp_path_factory):
     for student, nb in submissions.items():
         folder = course / "submitted" / student / CHAPTER
         folder.mkdir(parents=True)
-        # Handed in without Going further (no grade id there; the chapter tests run it).
-        nbformat.write(core_path(nb), folder / f"{CHAPTER}.ipynb")
+        # Handed in without Going further (no grade id there; the chapter tests run it), and
+        # but for the full one, without the demonstrations the exercises do not read.
+        handed_in = core_path(nb) if student == "full" else exercises_and_what_they_read(core_path(nb))
+        nbformat.write(handed_in, folder / f"{CHAPTER}.ipynb")
         if student != "untouched":
             hand_in_quiz(CHAPTER, folder)  # the quiz clicked right in the widget
     _nbgrader(course, "autograde", CHAPTER, "--force")
@@ -149,6 +193,24 @@ def test_nbgrader_scores_a_chapter_as_assigned(chapter_course):
     assert wrong["quiz-check"] == 1 and wrong["ex6-check"] == 2
     # A written answer waits for the instructor in formgrader; an untouched one scores 0 at once.
     assert written == {"full": True, "untouched": False, "one_wrong": False}
+
+
+def test_the_whole_chapter_runs_in_the_sandbox_and_the_others_hand_in_less(chapter_course):
+    """The full submission ran every cell of the chapter up to its exercises in the sandbox
+    (the model's demonstrations included) without an error; the two others ran fewer cells."""
+    ran = {}
+    for student in CHAPTER_EXPECTED:
+        graded = chapter_course / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb"
+        ran[student] = [c for c in nbformat.read(graded, as_version=4).cells
+                        if c.cell_type == "code"]
+    released = nbformat.read(chapter_course / "release" / CHAPTER / f"{CHAPTER}.ipynb",
+                             as_version=4)
+    assert [c.id for c in ran["full"]] == [c.id for c in core_path(released).cells
+                                           if c.cell_type == "code"]
+    assert all(c.execution_count for c in ran["full"] if c.source.strip())
+    errors = {c.id: o.ename for c in ran["full"] for o in c.outputs if o.output_type == "error"}
+    assert errors == {}
+    assert max(len(ran["untouched"]), len(ran["one_wrong"])) < len(ran["full"])
 
 
 def test_nbgrader_generates_a_release_without_solutions(course):
