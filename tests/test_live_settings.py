@@ -123,6 +123,22 @@ def test_models_answer_read_and_reported(fake_models_endpoint, monkeypatch):
     assert "does not list 'zzz'" in models.describe_models().problem
 
 
+def test_a_served_folder_is_counted_with_one_tokenizer(fake_models_endpoint):
+    """A server of the bundled model's folder (what the served-notebook tests start): every chat
+    model a kernel builds for it counts with one tokenizer, the very object the probe model
+    loaded, read once instead of once per chat model."""
+    from course.assets import converted_model_dir
+    from course.models.local import tokenizer_at
+
+    folder = str(converted_model_dir())
+    choice = fake_models_endpoint({"object": "list", "data": [{"id": folder}]})
+    first, label = models.agent_tokenizer(choice)
+    again, _ = models.agent_tokenizer(choice)
+    assert first is again is tokenizer_at(folder)
+    assert label == "smollm2-135m-instruct tokenizer (the served model's own, read locally)"
+    assert first.encode("Hello world", add_special_tokens=False) == [19556, 905]
+
+
 SILENT_BUDGET_S = 3.0  # a small COURSE_SERVER_TIMEOUT: the calls below end in about 3 s
 LOAD_GRACE_S = 4.0  # what a loaded 2-core machine may add to a call's end
 

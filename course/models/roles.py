@@ -14,9 +14,17 @@ or the size of a served model (a server does not report it; its name is read ins
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-from course.models.local import LocalModel, load_local_model, short_name, tokenizer_alone
+from course.models.local import (
+    LocalModel,
+    load_local_model,
+    short_name,
+    tokenizer_alone,
+    tokenizer_at,
+)
 from course.models.placement import GpuInfo, gpu_info, placement
 from course.models.served import served_model_name, server_models
 from course.settings import (
@@ -85,15 +93,32 @@ def agent_tokenizer(choice: ModelChoice | None = None) -> tuple[Any, str]:
         return tokenizer, f"{short_name(choice)} tokenizer (the agent model's own)"
     name = served_model_name(choice)
     try:
-        from transformers import AutoTokenizer
-
         short = name.rstrip("/").rsplit("/", 1)[-1]
-        return (AutoTokenizer.from_pretrained(name, local_files_only=True),
-                f"{short} tokenizer (the served model's own, read locally)")
+        return _served_tokenizer(name), f"{short} tokenizer (the served model's own, read locally)"
     except Exception:  # any failure to find it offline means: count with the probe model
         probe = probe_model()
         return probe.tokenizer, (f"{probe.short_name} tokenizer (the probe model's; the served "
                                  f"model {name}'s own tokenizer is not available offline)")
+
+
+def _served_tokenizer(name: str) -> Any:
+    """The tokenizer of the served model ``name`` from this machine, never downloaded; read once
+    per name (every chat model a kernel builds for the server counts with the same object).
+
+    A folder is read through :func:`~course.models.local.tokenizer_at`, so a server of the
+    bundled model's folder counts with the very tokenizer the probe model loaded; a hub id only
+    from the local cache. Raises when it is not on this machine.
+    """
+    if Path(name).is_dir():
+        return tokenizer_at(name)
+    return _cached_hub_tokenizer(name)
+
+
+@lru_cache(maxsize=4)
+def _cached_hub_tokenizer(name: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name, local_files_only=True)
 
 
 def notes_tokenizer() -> tuple[Any, str]:
