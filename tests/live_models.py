@@ -25,6 +25,7 @@ __all__ = ["HUB_ID", "ServedModel", "write_hub_cache"]
 
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SERVER_START_TIMEOUT_S = 240
+START_POLL_S = 0.1  # a refused GET costs well under a millisecond; the server is up in 5-12 s
 CHAT_REQUEST = '"POST /v1/chat/completions HTTP/1.1"'
 
 
@@ -39,7 +40,9 @@ class ServedModel:
     """``transformers serve --device cpu MODEL_DIR`` on 127.0.0.1, started and stopped by us.
 
     ``url`` is the ``COURSE_MODEL`` value; :meth:`chat_requests` counts the chat requests the
-    server has logged so far (uvicorn's access log), so a test can see which cells reached it.
+    server has logged so far (uvicorn's access log), so a test can see which cells reached it,
+    and :meth:`cpu_seconds` what they cost. The server runs one torch thread
+    (``OMP_NUM_THREADS=1``), as every kernel of the suite does.
     """
 
     def __init__(self, model_dir: Path, log_path: Path) -> None:
@@ -69,7 +72,7 @@ class ServedModel:
                     return self
             except httpx.HTTPError:
                 pass
-            time.sleep(0.5)
+            time.sleep(START_POLL_S)
         self.stop()
         raise RuntimeError(f"transformers serve did not answer within {SERVER_START_TIMEOUT_S} s")
 
@@ -81,6 +84,13 @@ class ServedModel:
 
     def chat_requests(self) -> int:
         return self.log_path.read_text(errors="replace").count(CHAT_REQUEST)
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the server process has used so far (all its threads, user and system)."""
+        import psutil
+
+        times = psutil.Process(self.process.pid).cpu_times() if self.process else None
+        return times.user + times.system if times else 0.0
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -36,10 +36,11 @@ def served(tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_against_the_server(served, name, tmp_path):
     checks = check_cell_ids(nbformat.read(NOTEBOOKS / name, as_version=4))
-    before = served.chat_requests()
+    before, cpu_before = served.chat_requests(), served.cpu_seconds()
     run = run_notebook(student_copy(name, tmp_path, going_further=True), env=served.setting)
     requests = served.chat_requests() - before
-    print(f"\n{name}, student edition, under a server: {run.seconds:.1f} s, {requests} chat requests")
+    print(f"\n{name}, student edition, under a server: {run.seconds:.1f} s, {requests} chat "
+          f"requests, {served.cpu_seconds() - cpu_before:.1f} CPU-s in the server")
     assert requests > 0, f"{name}: no cell sent a chat request to the server"
     assert checks, f"{name} has no graded check"
     for cell_id in checks:
