@@ -9,7 +9,8 @@ Debian's ``/usr/bin/chromium`` (Playwright, as tests/test_browser.py):
 1. each student logs in, opens *Nbgrader > Assignment List*, clicks *Fetch*, opens the notebook
    from the list (their answers are written into the fetched file first: alice the
    instructor's solutions, bob exercise 2 fitted to the visible assert only, which a hidden
-   test catches) and clicks *Submit*;
+   test catches; each keeps the exercises and the cells they read, as a student may) and clicks
+   *Submit*;
 2. the instructor's Formgrader: *Collect*, *Autograde* each submission, the written answer
    graded by hand on the submission's page, *Generate Feedback* and *Release Feedback*;
 3. each student clicks *Fetch Feedback*.
@@ -44,7 +45,11 @@ import nbformat
 import pytest
 from fixtures.make_fixtures import fill
 from test_browser import CHROMIUM
-from test_nbgrader_pipeline import FITTED_TO_THE_VISIBLE_ASSERT, _solutions
+from test_nbgrader_pipeline import (
+    FITTED_TO_THE_VISIBLE_ASSERT,
+    _solutions,
+    exercises_and_what_they_read,
+)
 
 import classroom.hub as class_hub
 from classroom.grading import leaked_solution_lines
@@ -175,8 +180,10 @@ def test_students_fetch_open_and_submit_in_their_assignment_list(hub, pages, sho
         answers = {**_solutions(INSTRUCTOR_NB), WRITTEN_ID: WRITTEN[name]}
         if name == "bob":
             answers["ex2-solution"] = FITTED_TO_THE_VISIBLE_ASSERT
-        # Handed in without Going further, which holds no graded cell (the chapter tests run it).
-        nbformat.write(core_path(fill(release, answers)), path)
+        # Handed in without Going further, which holds no graded cell (the chapter tests run it),
+        # and without the demonstrations the exercises do not read: the whole chapter's run in
+        # the sandbox is tests/test_nbgrader_pipeline.py's.
+        nbformat.write(exercises_and_what_they_read(core_path(fill(release, answers))), path)
         shutil.chown(path, student, student)
         hand_in_quiz(CHAPTER, path.parent, owner=student)  # the quiz clicked in the widget
         # Open it from the list: the student's edition with their answer.
