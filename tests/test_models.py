@@ -95,3 +95,56 @@ def test_a_later_step_reads_the_previous_prompt_from_its_cache(local):
     again = whole.generate(second)
     assert whole.reused_tokens == 0
     assert again.content == step2.content and again.token_usage == step2.token_usage
+
+
+def test_room_for_the_reply_gives_the_same_numbers_without_a_copy_per_token(local):
+    """A cache whose layers write each new token into room kept after the prompt gives the
+    logits of transformers' own DynamicCache, bit for bit, and never copies the cache again."""
+    import torch
+    from transformers import DynamicCache
+
+    from course.models.for_smolagents import with_room
+
+    ids = local.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Write a Python function that adds two numbers."}],
+        add_generation_prompt=True, return_tensors="pt", return_dict=True)["input_ids"]
+    runs = {}
+    for kind, cache in [("dynamic", DynamicCache()), ("roomy", with_room(DynamicCache(), 12))]:
+        with torch.no_grad():
+            runs[kind] = local.model.generate(
+                ids, past_key_values=cache, max_new_tokens=12, min_new_tokens=12,
+                do_sample=False, output_logits=True, return_dict_in_generate=True,
+                pad_token_id=local.tokenizer.eos_token_id), cache
+    (plain, _), (roomy, cache) = runs["dynamic"], runs["roomy"]
+    assert torch.equal(roomy.sequences, plain.sequences)
+    assert all(torch.equal(a, b) for a, b in zip(roomy.logits, plain.logits, strict=True))
+    layer = cache.layers[0]  # prompt + 11 fed-back tokens, all in the one room made at the prompt
+    assert layer.get_seq_length() == ids.shape[1] + 11
+    assert layer.keys.data_ptr() == layer._room[0].data_ptr()
+    assert layer._room[0].shape[-2] == ids.shape[1] + 12
+
+
+def test_a_roomy_cache_never_writes_under_another_cache(local):
+    """A deep copy (the previous prompt's cache, shared by views) gets room of its own on its
+    first update, and a cropped layer gives its room up: the kept keys stay as they were."""
+    import copy
+
+    import torch
+    from transformers import DynamicCache
+
+    from course.models.for_smolagents import with_room
+
+    kept = with_room(DynamicCache(), 8)
+    with torch.no_grad():
+        local.model(input_ids=torch.tensor([[1, 2, 3, 4, 5, 6]]), past_key_values=kept)
+    before = kept.layers[0].keys.clone()
+    tensors = [t for layer in kept.layers for t in (layer.keys, layer.values)]
+    twin = copy.deepcopy(kept, {id(t): t for t in tensors})
+    assert twin.layers[0].keys is kept.layers[0].keys  # shared, not copied
+    twin.crop(-2)
+    with torch.no_grad():
+        local.model(input_ids=torch.tensor([[7, 8]]), past_key_values=twin)
+    assert torch.equal(kept.layers[0].keys, before)
+    assert twin.layers[0]._room[0].data_ptr() != kept.layers[0]._room[0].data_ptr()
+    kept.crop(-3)
+    assert kept.layers[0]._room is None

@@ -3,7 +3,9 @@
 :class:`SharedTransformersModel` is smolagents' ``TransformersModel`` over an already loaded
 :class:`~course.models.local.LocalModel` (the parent's ``__init__`` would load a second copy of
 the weights); each call starts from the key/value cache of the previous prompt it read, so an
-agent's step computes only what it adds to the last one. :class:`ServedOpenAIServerModel` is
+agent's step computes only what it adds to the last one, and its cache keeps room for the reply
+(:class:`RoomyLayer`: each new token is written in place, not copied with the whole cache, for
+the same logits). :class:`ServedOpenAIServerModel` is
 ``OpenAIServerModel`` whose every failure, streamed or not, is one
 :class:`~course.models.served.ServerError` naming the setting.
 
@@ -15,14 +17,88 @@ smolagents and transformers, so :mod:`course.models` imports it only when one is
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
+import torch
 from smolagents import Model, OpenAIServerModel, TransformersModel
-from transformers import TextIteratorStreamer
+from transformers import DynamicCache, TextIteratorStreamer
+from transformers.cache_utils import DynamicLayer
 
 from course.models.local import LocalModel, common_prefix_length
 from course.models.served import CallBudget, replies, server_errors
 from course.settings import ModelChoice
+
+
+class RoomyLayer(DynamicLayer):
+    """A ``DynamicLayer`` that writes new keys and values into room it keeps after them.
+
+    transformers' ``DynamicLayer`` concatenates every new token onto its whole cache, a copy of
+    every key and value so far per layer and token (for a 2,400-token prompt, about a fifth of
+    a decoding step on one CPU thread). This layer copies once, into tensors with :attr:`spare`
+    tokens of room, then writes each token into that room; attention reads the same values (a
+    view of the first tokens), so the model computes the same numbers.
+
+    The room belongs to this layer alone: a deep copy shares the keys and values (views) but
+    gets room of its own on its first update, and :meth:`crop` gives the room up, so a write
+    never lands under a view some other cache holds.
+    """
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    _room: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def __init__(self, spare: int = 256) -> None:
+        super().__init__()
+        self.spare = spare
+        """Tokens of room made after the cached ones whenever the room runs out."""
+
+    @classmethod
+    def sharing(cls, layer: DynamicLayer, spare: int) -> RoomyLayer:
+        """A new layer holding ``layer``'s keys and values (the same tensors, not copied)."""
+        roomy = cls(spare)
+        roomy.__dict__.update({k: v for k, v in layer.__dict__.items() if k != "_room"})
+        return roomy
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
+               **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        held, new = self.get_seq_length(), key_states.shape[-2]
+        room = self._room
+        if (room is None or held + new > room[0].shape[-2]
+                or (held and self.keys.data_ptr() != room[0].data_ptr())):
+            shape = (*key_states.shape[:-2], held + new + self.spare, key_states.shape[-1])
+            room = (key_states.new_empty(shape), value_states.new_empty(shape))
+            if held:
+                room[0][..., :held, :].copy_(self.keys)
+                room[1][..., :held, :].copy_(self.values)
+            self._room = room
+        room[0][..., held:held + new, :].copy_(key_states)
+        room[1][..., held:held + new, :].copy_(value_states)
+        self.keys, self.values = room[0][..., :held + new, :], room[1][..., :held + new, :]
+        return self.keys, self.values
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        self._room = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RoomyLayer:
+        twin = type(self).__new__(type(self))
+        memo[id(self)] = twin
+        twin.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
+                              if k != "_room"})
+        return twin
+
+
+def with_room(cache: Any, spare: int) -> Any:
+    """A ``DynamicCache`` holding ``cache``'s keys and values (the same tensors) in
+    :class:`RoomyLayer` s with ``spare`` tokens of room; layers it adds are roomy too."""
+    roomy = DynamicCache()
+    roomy.layers = [RoomyLayer.sharing(layer, spare) if type(layer) is DynamicLayer else layer
+                    for layer in cache.layers]
+    roomy.layer_class_to_replicate = partial(RoomyLayer, spare)  # type: ignore[assignment]
+    return roomy
 
 
 class SharedTransformersModel(TransformersModel):
@@ -37,7 +113,8 @@ class SharedTransformersModel(TransformersModel):
     the rest, with the same greedy tokens as a call that reads the whole prompt (compared token
     for token on chapters 02 and 06). ``reused_tokens`` counts the prompt tokens read from it.
     The kept cache (tens of MB for a 2,000-token prompt) is held until the next call replaces
-    it. ``generate`` itself is smolagents' own (the spans instrument it as it is).
+    it. The cache a call starts from has room for its reply (:func:`with_room`). ``generate``
+    itself is smolagents' own (the spans instrument it as it is).
     """
 
     previous: tuple[list[int], Any] | None = None
@@ -91,6 +168,7 @@ class SharedTransformersModel(TransformersModel):
         completion = super()._prepare_completion_args(*args, **kwargs)
         ids = completion["inputs"][0].tolist()
         cache, reused, kept = self.start_cache(ids)
+        cache = with_room(cache, completion["max_new_tokens"])  # room for the reply
         self.reused_tokens += reused
         completion["past_key_values"] = cache
         self._reading = (ids[:kept], cache)
