@@ -317,12 +317,15 @@ def check_gpt2_tokenizer(tokenizer) -> None:
         )
 
 
-def load_gpt2_like_langchain():
-    """Load GPT-2 exactly as LangChain's fallback counter does, and check it is the real one."""
+def load_gpt2_like_langchain(load: Callable[[], Any] | None = None):
+    """Load GPT-2 exactly as LangChain's fallback counter does, and check it is the real one.
+
+    ``load`` is the loading call (default ``GPT2TokenizerFast.from_pretrained("gpt2")``); the
+    doctor passes LangChain's own ``get_tokenizer``, so the counter it then asks reuses it."""
     from transformers import GPT2TokenizerFast
 
     try:
-        tokenizer = GPT2TokenizerFast.from_pretrained("gpt2")
+        tokenizer = load() if load is not None else GPT2TokenizerFast.from_pretrained("gpt2")
     except Exception as err:  # missing offline (OSError) or a damaged file (a tokenizers error)
         raise AssetError(
             f"GPT2TokenizerFast.from_pretrained('gpt2') failed offline ({type(err).__name__}: "

@@ -251,23 +251,26 @@ def _offline() -> Check:
 
 
 def _gpt2() -> Check:
-    from course.assets import AssetError, load_gpt2_like_langchain
-
-    try:
-        load_gpt2_like_langchain()
-    except AssetError as err:
-        return Check("GPT-2 tokenizer", False, str(err))
     import warnings
 
     from langchain_core.language_models.base import get_tokenizer
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+    from course.assets import AssetError, load_gpt2_like_langchain
+
     loaded_here = get_tokenizer.cache_info().currsize == 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        count = FakeListChatModel(responses=[""]).get_num_tokens("Hello world")
-    if loaded_here:  # LangChain keeps the GPT-2 tokenizer it loaded (about 80 MB): not for a check
-        get_tokenizer.cache_clear()
+    try:
+        # LangChain's own loader, so the count below reuses the tokenizer checked here; one
+        # LangChain already keeps is not the file on disk, which is then loaded apart
+        load_gpt2_like_langchain(get_tokenizer if loaded_here else None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            count = FakeListChatModel(responses=[""]).get_num_tokens("Hello world")
+    except AssetError as err:
+        return Check("GPT-2 tokenizer", False, str(err))
+    finally:  # LangChain keeps the GPT-2 tokenizer it loaded (about 80 MB): not for a check
+        if loaded_here:
+            get_tokenizer.cache_clear()
     if count != 2:
         return Check("GPT-2 tokenizer", False, f"LangChain's fallback counts {count} tokens in "
                      f"'Hello world', not 2. Fix: run `{PREPARE}`.")
