@@ -205,7 +205,8 @@ def test_nbgrader_scores_a_chapter_as_assigned(chapter_course):
 
 def test_the_whole_chapter_runs_in_the_sandbox_and_the_others_hand_in_less(chapter_course):
     """The full submission ran every cell of the chapter up to its exercises in the sandbox
-    (the model's demonstrations included) without an error; the two others ran fewer cells."""
+    (the model's demonstrations included) without an error or a warning; the two others ran
+    fewer cells."""
     ran = {}
     for student in CHAPTER_EXPECTED:
         graded = chapter_course / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb"
@@ -218,6 +219,11 @@ def test_the_whole_chapter_runs_in_the_sandbox_and_the_others_hand_in_less(chapt
     assert all(c.execution_count for c in ran["full"] if c.source.strip())
     errors = {c.id: o.ename for c in ran["full"] for o in c.outputs if o.output_type == "error"}
     assert errors == {}
+    # Nothing on stderr either: the sandbox's /tmp, where the kernel's IPython and matplotlib
+    # keep their folders, is the kernel's to write (else matplotlib warns in the feedback).
+    stderr = {c.id: o.text[:200] for c in ran["full"] for o in c.outputs
+              if o.output_type == "stream" and o.name == "stderr"}
+    assert stderr == {}
     assert max(len(ran["untouched"]), len(ran["one_wrong"])) < len(ran["full"])
 
 

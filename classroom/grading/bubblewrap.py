@@ -3,7 +3,7 @@ copy of the submission, an unprivileged uid, resource limits and no network.
 
 What the kernel sees: the system's ``/usr`` and ``/etc``, the Python installation and the
 virtual environment, the ``course`` and ``widgets`` packages (not ``classroom``, the grader's
-own) and the model caches, all read-only; a private ``/tmp``; its own ``/proc`` (a new PID namespace: the grader and other
+own) and the model caches, all read-only; a private ``/tmp`` it may write; its own ``/proc`` (a new PID namespace: the grader and other
 submissions are invisible); and one writable folder holding its private copy of the one
 submission and the kernel's connection sockets. No network namespace but its own, so nothing
 but Unix sockets in that folder reaches out. As root the kernel runs as a uid of its own (one
@@ -198,8 +198,11 @@ def bwrap_command(box: Path, workdir: Path, uid: int | None, limits) -> list[str
     command = [*limits_command(limits), "bwrap", "--unshare-pid", "--unshare-net",
                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", *_user_args(),
                "--die-with-parent", "--new-session", *_system_binds(),
-               # /tmp first: a checkout or a venv under /tmp (CI clones there) is bound on top
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *binds, *_parents(box),
+               # /tmp first: a checkout or a venv under /tmp (CI clones there) is bound on top.
+               # Writable by the kernel's uid (bwrap makes a tmpfs 0755, root's): the kernel's
+               # IPython, matplotlib and cache folders are there.
+               "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", *binds,
+               *_parents(box),
                "--bind", str(box), str(box), "--chdir", str(workdir),
                "--unsetenv", "JPY_PARENT_PID"]
     if uid is not None:  # root: drop to the slot's uid, no capabilities left
