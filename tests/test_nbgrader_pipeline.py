@@ -234,6 +234,19 @@ def test_nbgrader_generates_a_release_without_solutions(course):
     assert (course["dir"] / "gradebook.db").is_file()
 
 
+def test_the_gradebook_holds_the_migration_head_alembic_gives(course, monkeypatch):
+    """The gradebook ``nbgrader_cli`` created records the head nbgrader's own ``alembic heads``
+    process prints, which ``nbgrader db upgrade`` starts from."""
+    import sqlite3
+
+    from nbgrader.api import get_alembic_version
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    with sqlite3.connect(course["dir"] / "gradebook.db") as db:
+        recorded = db.execute("select version_num from alembic_version").fetchall()
+    assert recorded == [(get_alembic_version(),)]
+
+
 def test_nbgrader_exports_the_expected_scores(course):
     with (course["dir"] / "grades.csv").open() as f:
         listed = list(csv.DictReader(f))
