@@ -1,10 +1,12 @@
 """A chapter kernel loads the model only when a cell asks for it, and after a cell that ran the
 model it gives back what the forward passes freed (course/memory_release.py).
 
-The kernel test runs real cells in a real ipykernel (nbclient, the tests' kernel environment):
-a chapter's first cell maps no weights; a forward pass over a long prompt whose outputs are
-left in a reference cycle (as a library's caught exception leaves a KV cache in its frame) is
-given back after the cell; with the hook unregistered, the same cell keeps the memory.
+The kernel test runs real cells in a real ipykernel (nbclient, the tests' kernel environment),
+the one ``make lab`` gives a student: forked from the lab's pre-imported process, like
+``nbharness.run_notebook``'s. A chapter's first cell maps no weights; a forward pass over a
+long prompt whose outputs are left in a reference cycle (as a library's caught exception leaves
+a KV cache in its frame) is given back after the cell; with the hook unregistered, the same
+cell keeps the memory.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 from nbclient import NotebookClient
 
 from course import memory_release
-from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, kernel_env
+from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, ROOT, kernel_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc/self/smaps_rollup and /proc/self/maps")
@@ -54,7 +56,7 @@ def run_cells(sources: list[str]) -> list[str]:
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(kernel_env())
+    os.environ.update(kernel_env({"JUPYTER_PATH": str(ROOT / "lab")}))
     try:
         client.execute()
     finally:
