@@ -77,18 +77,21 @@ def test_a_course_cache_that_cannot_be_a_folder_is_refused_with_its_name(raw, sa
 
 
 @pytest.mark.contract("raw crash")
-def test_the_doctor_says_a_too_long_course_cache_instead_of_crashing():
-    import os
-    import subprocess
+def test_the_doctor_says_a_too_long_course_cache_instead_of_crashing(monkeypatch, capsys):
+    """``python -m course doctor``'s ``main()`` in this process (``COURSE_CACHE`` is read at each
+    call, nothing reads it at import): a crash would raise here; the new interpreter a
+    subprocess would start only adds its imports."""
+    from course.__main__ import main
 
-    env = {**os.environ, "COURSE_CACHE": LONG_NAME, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "course", "doctor"], capture_output=True,
-                          text=True, timeout=300, env=env)
-    assert "Traceback" not in proc.stderr and "File name too long" not in proc.stdout + proc.stderr
-    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    failed = [line for line in proc.stdout.splitlines() if line.startswith("[FAIL]")]
+    monkeypatch.setenv("COURSE_CACHE", LONG_NAME)
+    capsys.readouterr()
+    status = main(["doctor"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "File name too long" not in out + err
+    assert status == 1, out[-2000:] + err[-2000:]
+    failed = [line for line in out.splitlines() if line.startswith("[FAIL]")]
     assert failed and any("COURSE_CACHE=" in line and "255 bytes" in line and "Fix:" in line
-                          for line in failed), proc.stdout
+                          for line in failed), out
 
 
 @pytest.mark.contract("wrong result")
