@@ -327,7 +327,8 @@ def test_chapter_00_prints_the_same_through_the_forking_kernel(rundir):
     # 00 loads the bundled model and generates with it, in 10 s; the benchmark
     # (benchmarks/kernel_memory.py --compare) compares every chapter's outputs both ways.
     name = "00_start_here.ipynb"
-    ordinary = run_notebook(NOTEBOOKS / name)
+    # run_notebook's kernel is the lab's forking one unless the setting turns it off
+    ordinary = run_notebook(NOTEBOOKS / name, env={kernels.FORK_SETTING: "0"})
     forks = sum(log.read_text().count("forked kernel") for log in rundir.glob("*.log"))
     forking = run_notebook(NOTEBOOKS / name, env={
         "JUPYTER_PATH": str(ROOT / "lab"), kernels.RUNTIME_SETTING: str(rundir),
