@@ -34,10 +34,14 @@ class RoomyLayer(DynamicLayer):
     """A ``DynamicLayer`` that writes new keys and values into room it keeps after them.
 
     transformers' ``DynamicLayer`` concatenates every new token onto its whole cache, a copy of
-    every key and value so far per layer and token (for a 2,400-token prompt, about a fifth of
-    a decoding step on one CPU thread). This layer copies once, into tensors with :attr:`spare`
-    tokens of room, then writes each token into that room; attention reads the same values (a
-    view of the first tokens), so the model computes the same numbers.
+    every key and value so far per layer and token (over a 2,400-token prompt, about 7 % of a
+    decoding step's CPU on one thread, measured with the bundled model and the adapter). This
+    layer copies once, into tensors with :attr:`spare` tokens of room, then writes each token
+    into that room; attention reads the same values (a view of the first tokens), so the model
+    computes the same logits, bit for bit (tested against ``DynamicLayer``).
+
+    What it does not handle: beam search or batch reordering (a layer whose keys were replaced
+    gets new room on its next update, so it stays correct, only not faster).
 
     The room belongs to this layer alone: a deep copy shares the keys and values (views) but
     gets room of its own on its first update, and :meth:`crop` gives the room up, so a write
@@ -97,7 +101,7 @@ def with_room(cache: Any, spare: int) -> Any:
     roomy = DynamicCache()
     roomy.layers = [RoomyLayer.sharing(layer, spare) if type(layer) is DynamicLayer else layer
                     for layer in cache.layers]
-    roomy.layer_class_to_replicate = partial(RoomyLayer, spare)  # type: ignore[assignment]
+    roomy.layer_class_to_replicate = partial(RoomyLayer, spare)
     return roomy
 
 
