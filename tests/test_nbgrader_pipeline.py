@@ -9,9 +9,9 @@ release), one wrong; nbgrader runs each step once over the whole course.
 - A chapter as an instructor assigns it: ``03_agent_loop`` (six auto-graded checks, 10 points:
   the quiz and five exercises, and a written answer worth 3 that nbgrader leaves for manual
   grading). The full submission is the whole chapter up to its exercises, which runs in the
-  sandbox without an error. The other two hand in the exercises with the cells they read
-  (``exercises_and_what_they_read``: the model's demonstrations left out, as a student may, since
-  nbgrader grades the cells with a grade id): one answers nothing, and "one wrong" answers
+  sandbox without an error or a warning. The other two hand in the exercises with the cells
+  they read (``exercises_and_what_they_read``: the model's demonstrations left out, as a student
+  may, since nbgrader grades the cells with a grade id): one answers nothing, and "one wrong" answers
   exercise 2 (the agent loop) with a loop fitted to the visible asserts only, which the hidden
   tests catch: 8 of 10. Its feedback is checked here as tests/test_feedback.py checks every other
   chapter's (no hidden test in what a student keeps), since this is the course whose autograde
