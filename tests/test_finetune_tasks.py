@@ -111,19 +111,33 @@ def test_weather_answer_names_one_sources_figure_not_a_glued_range():
     assert answer_problem(paris, "It is nice out", []) == "names no source's temperature"
 
 
-def test_the_car_drawn_must_be_the_car_the_pages_name():
+def test_the_car_drawn_must_be_the_car_the_pages_name_and_the_answer_its_image(tmp_path):
+    from PIL import Image
+
+    from course.agents.offline_tools import OfflineImageTool
+
     held = held_out_set()
     bond = held[1]
-    assert answer_problem(bond, None, ["Aston Martin DB5, high-res, photorealistic"]) is None
-    assert answer_problem(bond, None, ["James Bond's car from the latest Bond movie"]) == (
+    image = OfflineImageTool(out_dir=tmp_path)("Aston Martin DB5, high-res, photorealistic")
+    assert answer_problem(bond, image, ["Aston Martin DB5, high-res, photorealistic"]) is None
+    assert answer_problem(bond, image, ["James Bond's car from the latest Bond movie"]) == (
         "the image tool was not asked for the Aston Martin DB5")
     assert answer_problem(bond, "Aston Martin DB5", []) == "no image was generated"
+    # the right car drawn, but the run answers with something else than the image
+    assert answer_problem(bond, print, ["Aston Martin DB5"]) == (
+        "the answer is a builtin_function_or_method, not the image the tool made")
+    assert answer_problem(bond, None, ["Aston Martin DB5"]) == (
+        "the answer is nothing, not the image the tool made")
+    saved = tmp_path / "car.png"
+    Image.new("RGB", (4, 4)).save(saved)
+    assert answer_problem(bond, str(saved), ["Aston Martin DB5"]) is None  # a path to the image
+    assert answer_problem(bond, str(tmp_path / "gone.png"), ["Aston Martin DB5"]) is not None
     kin = next(t for t in held[3:] if t.family == "film_vehicle_photo")
     earlier = next(p["description"] for p in kin.pages if "earlier movie" in p["description"])
     old_car = earlier.rsplit(" drove a ", 1)[1].rstrip(".")
-    assert answer_problem(kin, None, [f"a {kin.answer}"]) is None
-    assert "another car the pages name" in answer_problem(kin, None, [f"{old_car} and {kin.answer}"])
-    assert answer_problem(kin, None, [f"a {old_car}"]).startswith("the image tool was not asked")
+    assert answer_problem(kin, image, [f"a {kin.answer}"]) is None
+    assert "another car the pages name" in answer_problem(kin, image, [f"{old_car} and {kin.answer}"])
+    assert answer_problem(kin, image, [f"a {old_car}"]).startswith("the image tool was not asked")
 
 
 def test_the_returned_code_must_run_and_print_the_lists_values():
@@ -162,6 +176,26 @@ def test_run_task_judges_the_answer_not_only_the_trajectory(tokenizer):
     _, bad = _weather_run(glued, tokenizer)
     assert not bad.success and bad.final_answer
     assert bad.answer_problem == "glues the figures of 2 sources" or bad.flags
+
+
+def test_run_task_asks_that_a_film_answer_be_the_image_the_tool_made(tokenizer):
+    from course.agents.replay import ReplayModel
+    from course.finetune.evaluate import run_task
+
+    task = next(t for t in held_out_set()[3:] if t.family == "film_vehicle_photo")
+    tool = next(t.name for t in task.make_tools() if t.name != "web_search")
+
+    def run(answer: str):
+        outputs = [f'Thought: I search.\n<code>\nprint(web_search(query="{task.task}"))\n</code>',
+                   f'Thought: I draw it.\n<code>\nimage = {tool}(prompt="a {task.answer}")\n'
+                   f"final_answer({answer})\n</code>"]
+        return run_task(task, ReplayModel(outputs, tokenizer=tokenizer), "scripted", max_steps=3)
+
+    drawn = run("image")
+    assert drawn.success and drawn.answer_problem == "", drawn
+    returned_the_tool = run(tool)  # the right car drawn, but the answer is the tool itself
+    assert not returned_the_tool.success and returned_the_tool.final_answer
+    assert returned_the_tool.answer_problem.endswith("not the image the tool made")
 
 
 def test_a_kin_count_out_of_range_is_refused():

@@ -141,6 +141,19 @@ def list_values(script: str) -> list[int]:
     return [int(v) for v in re.findall(r"-?\d+", match.group(1))] if match else []
 
 
+def _is_image(answer: Any) -> bool:
+    """``answer`` is an image: a PIL image (smolagents' ``AgentImage`` is one, what the image
+    tool returns) or the path of an image file that exists."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    if isinstance(answer, Image.Image):
+        return True
+    path = Path(answer) if isinstance(answer, str) else None
+    return path is not None and path.suffix.lower() in {".png", ".jpg", ".jpeg", ".webp"} and path.is_file()
+
+
 def _printed(code: str) -> tuple[str, str | None]:
     """What ``code`` prints in smolagents' executor, and the error it raised (``None``: none)."""
     from smolagents.local_python_executor import LocalPythonExecutor
@@ -174,6 +187,9 @@ def answer_problem(traj: Trajectory, answer: Any, drawn: list[str]) -> str | Non
             return f"the image tool was not asked for the {traj.answer}"
         if wrong:
             return f"the image tool was asked for the {wrong[0]}, another car the pages name"
+        if not _is_image(answer):
+            kind = "nothing" if answer is None else f"a {type(answer).__name__}"
+            return f"the answer is {kind}, not the image the tool made"
         return None
     if traj.family == "debug_list_index":
         script = traj.additional_args.get("code", "")
