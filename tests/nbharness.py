@@ -166,6 +166,14 @@ def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def lab_kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """:func:`kernel_env` with ``lab/`` first on ``JUPYTER_PATH``: its kernelspec starts the
+    kernel ``make lab`` gives a student, forked from a process that imported the heavy libraries
+    once (``classroom/kernels.py``). ``extra`` wins, ``JUPYTER_PATH`` included."""
+    lab_path = os.pathsep.join([str(ROOT / "lab"), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    return kernel_env({"JUPYTER_PATH": lab_path, **(extra or {})})
+
+
 def run_notebook(path: Path, env: dict[str, str] | None = None,
                  timeout: int = CELL_TIMEOUT_S) -> ExecutedNotebook:
     """Execute ``path`` top to bottom in a fresh kernel (cwd: its folder); errors raise.
@@ -181,8 +189,7 @@ def run_notebook(path: Path, env: dict[str, str] | None = None,
     )
     start = time.perf_counter()
     saved = dict(os.environ)
-    lab_path = os.pathsep.join([str(ROOT / "lab"), *filter(None, [os.environ.get("JUPYTER_PATH")])])
-    kernel = kernel_env({"JUPYTER_PATH": lab_path, **(env or {})})
+    kernel = lab_kernel_env(env)
     os.environ.clear()
     os.environ.update(kernel)
     try:

@@ -21,7 +21,7 @@ import torch
 from nbclient import NotebookClient
 
 from course import memory_release
-from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, ROOT, kernel_env
+from nbharness import CELL_TIMEOUT_S, NOTEBOOKS, lab_kernel_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc/self/smaps_rollup and /proc/self/maps")
@@ -56,7 +56,7 @@ def run_cells(sources: list[str]) -> list[str]:
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(kernel_env({"JUPYTER_PATH": str(ROOT / "lab")}))
+    os.environ.update(lab_kernel_env())
     try:
         client.execute()
     finally:

@@ -142,8 +142,6 @@ class SharedTransformersModel(TransformersModel):
         """A new cache for prompt ``ids``: the previous prompt's keys and values (views of its
         tensors, which stay untouched) for the tokens both share, at most all but the last one,
         and how many that is (a fresh, empty cache and 0 when they share none)."""
-        from transformers import DynamicCache
-
         if self._reading is not None:  # the last call's cache, which generate has extended
             read, cache = self._reading
             self._reading = None
