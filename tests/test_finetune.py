@@ -115,6 +115,31 @@ def test_a_two_step_run_lowers_the_loss_and_leaves_the_base_weights(tokenizer, t
     assert [x["step"] for x in log] == [1, 2] and log[1]["loss"] == round(result.losses[1], 5)
 
 
+def test_a_run_can_start_from_an_adapters_weights(tokenizer, tmp_path):
+    from safetensors.torch import load_file
+
+    from course.adapter_manifest import adapter_dir, check_adapter
+    from course.finetune.adapter import fresh_base
+    from course.finetune.train import TrainSettings, train
+
+    samples = _tiny_sample(tokenizer)
+    with pytest.raises(ValueError, match=r"trained with rank 8, .* and the default prompt"):
+        train(samples, TrainSettings(steps=1, start_from="smollm2-tools", prompt="compact"),
+              local=fresh_base(), progress=False)
+    fresh = train(samples, TrainSettings(steps=1, learning_rate=1e-9), local=fresh_base(), progress=False)
+    went_on = train(samples, TrainSettings(name="on", steps=1, learning_rate=1e-9, start_from="smollm2-tools"),
+                    local=fresh_base(), out_dir=tmp_path / "on", progress=False)
+    assert went_on.losses[0] < fresh.losses[0]  # it starts where the committed adapter got to
+    parent = check_adapter(adapter_dir("smollm2-tools"))
+    assert went_on.manifest["started_from"] == {
+        "name": "smollm2-tools", "adapter_sha256": parent["files"]["adapter_model.safetensors"],
+        "steps": parent["steps"], "trajectories": parent["trajectories"]}
+    theirs = load_file(str(adapter_dir("smollm2-tools") / "adapter_model.safetensors"))
+    mine = load_file(str(tmp_path / "on" / "adapter_model.safetensors"))
+    assert theirs.keys() == mine.keys()
+    assert max(float((theirs[k] - mine[k]).abs().max()) for k in theirs) < 1e-6
+
+
 def test_bad_settings_name_the_setting():
     from course.finetune.train import TrainSettings
 

@@ -10,7 +10,7 @@ import pytest
 
 from course.finetune.data import HELD_OUT_FAMILIES, Trajectory, render, trajectories_jsonl
 from course.finetune.heldout import answer_problem, held_out_set, list_values, source_figures
-from course.finetune.tasks import FAMILIES, generate
+from course.finetune.tasks import FAMILIES, FAMILY_WEIGHTS, MIXES, generate
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_the_generator_is_seeded():
 
 def test_the_generator_never_makes_a_held_out_family():
     many = generate(3000, seed=0)
-    assert {t.family for t in many} == set(FAMILIES)
+    assert {t.family for t in many} == {k for k, w in FAMILY_WEIGHTS.items() if w}
     assert not set(FAMILIES) & set(HELD_OUT_FAMILIES)
     held = {t.task for t in held_out_set()}
     for t in many:
@@ -43,6 +43,40 @@ def test_the_generator_never_makes_a_held_out_family():
         for word in ("weather", "film", "movie", "car", "cars", "vehicle", "bond", "°"):
             assert not re.search(rf"\b{word}\b" if word != "°" else word, words), (word, t.task)
         assert "(i)" not in words and "range(" not in " ".join(t.additional_args.values())
+
+
+def test_families_of_weight_zero_leave_the_default_draw_as_it_was():
+    drawn = {k: w for k, w in FAMILY_WEIGHTS.items() if w}
+    assert {"fix_loop", "fix_twice"} <= set(FAMILY_WEIGHTS) - set(drawn)
+    assert trajectories_jsonl(generate(300, seed=0)) == trajectories_jsonl(generate(300, 0, drawn))
+
+
+def test_the_code_mix_teaches_neighbours_of_the_held_out_bug_but_never_a_list_one():
+    from course.finetune.heldout import _printed
+
+    many = generate(600, seed=1, weights=MIXES["code"])
+    counts = {f: sum(t.family == f for t in many) for f in ("fix_loop", "fix_twice", "lookup_conflict")}
+    assert counts["fix_loop"] > 80 and counts["fix_twice"] > 100 and counts["lookup_conflict"] > 20
+    held = {t.task for t in held_out_set()}
+    errors = set()
+    for t in many:
+        assert t.task not in held
+        words = " ".join([t.task, *t.outputs, *(p["description"] for p in t.pages)]).lower()
+        assert not re.search(r"\b(weather|film|movie|cars?|vehicle)\b|°", words), t.task
+        if t.family not in ("fix_loop", "fix_twice"):
+            continue
+        codes = [o.split("<code>\n", 1)[1].rsplit("\n</code>", 1)[0] for o in t.outputs]
+        assert codes[0] == t.additional_args["code"].strip()
+        seen = [_printed(c.replace("final_answer(fixed_code)", ""))[1] for c in codes]
+        assert seen[0] and seen[-1] is None, (t.additional_args, seen)  # it fails, and the fix runs
+        if t.family == "fix_twice":  # the first fix runs into a second, other error
+            assert seen[1] and seen[1].split("due to: ")[-1] != seen[0].split("due to: ")[-1]
+        for error in filter(None, seen):
+            # the held-out bug: a list called like a function, or read past its end
+            assert "'list' object" not in error and "index [" not in error, (codes[0], error)
+            errors.add(error.split("due to: ")[-1])
+    # (the executor's message is cut at 120 characters: "Could not index 'word' ..." is read past its end)
+    assert any("Could not index" in e for e in errors) and any("not callable" in e for e in errors)
 
 
 def test_no_script_to_fix_fails_with_an_index_error():
@@ -212,6 +246,21 @@ def test_eval_only_refuses_a_prompt_the_adapter_was_not_trained_with(capsys):
     assert stop.value.code == 2
     assert "trained with the default prompt" in capsys.readouterr().err
     assert isinstance(Trajectory, type)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--mix", "codes", "--trajectories", "5"], "--mix codes: use one of default, code"),
+    (["--mix", "code"], "--mix needs --trajectories N"),
+    (["--from", "no-such-adapter"], "--from no-such-adapter: no adapter folder"),
+    (["--from", "smollm2-tools", "--eval-only"], "with --eval-only there is no training"),
+    (["--learning-rate", "3"], "--learning-rate 3.0: use a value like 6e-4"),
+])
+def test_the_new_options_refuse_what_cannot_work(argv, says, capsys):
+    from course.finetune.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_results_side_by_side_per_family():

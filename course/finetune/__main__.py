@@ -7,7 +7,10 @@ task), ``--trajectories N`` (N trajectories of :mod:`course.finetune.tasks`' man
 instead of the 96 of :func:`course.finetune.data.training_tasks`), ``--prompt compact`` (render,
 train and evaluate with the course's compact system prompt, :mod:`course.finetune.prompt`),
 ``--held-out note|all`` (the 6 tasks of :func:`~course.finetune.data.held_out_tasks`, or the 33
-of :func:`course.finetune.heldout.held_out_set`), ``--kin K`` (kin per family of ``all``).
+of :func:`course.finetune.heldout.held_out_set`), ``--kin K`` (kin per family of ``all``),
+``--mix NAME`` (family weights of ``--trajectories``, :data:`course.finetune.tasks.MIXES`),
+``--from NAME`` (start from that adapter's weights, e.g. to go on with a new mix),
+``--learning-rate LR``, ``--taught-only`` (evaluate without the base beside it).
 The same options and seed give the same trajectories, the same order of steps and the same
 adapter; rendering, training and evaluation each show a progress bar with its ETA. The adapter,
 ``manifest.json``, ``train_log.jsonl`` and ``trajectories.jsonl`` are written to the adapter's
@@ -27,10 +30,7 @@ import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
-    from course.settings import apply_offline_default
-
-    apply_offline_default()
+def _parser() -> argparse.ArgumentParser:
     from course.cli import safe_name, whole_number
 
     parser = argparse.ArgumentParser(prog="python -m course.finetune", description=__doc__.split("\n")[0])
@@ -53,10 +53,37 @@ def main(argv: list[str] | None = None) -> int:
                         help="note: the note's three and one kin each; all: 3 + 3 x kin tasks")
     parser.add_argument("--kin", type=whole_number(0, 11, example=10), default=10,
                         help="kin per held-out family with --held-out all (default 10)")
+    parser.add_argument("--mix", default=None, help="family weights of --trajectories "
+                        "(course.finetune.tasks.MIXES: default, code)")
+    parser.add_argument("--from", dest="start_from", type=safe_name, default=None,
+                        help="start from this adapter's weights instead of a fresh LoRA")
+    parser.add_argument("--learning-rate", type=float, default=None,
+                        help="peak learning rate (default 6e-4)")
+    parser.add_argument("--taught-only", action="store_true",
+                        help="evaluate the taught model only (not the base beside it)")
+    return parser
+
+
+def _checked(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, str]:
+    """The options, refused with exit status 2 before any model is loaded when they cannot
+    work; and the prompt the run uses (with ``--eval-only``, the adapter's own)."""
+    from course.adapter_manifest import DEFAULT_ADAPTER, AdapterError, adapter_dir, check_adapter
+
     args = parser.parse_args(argv)
+    if args.mix is not None:
+        from course.finetune.tasks import MIXES
 
-    from course.finetune.adapter import DEFAULT_ADAPTER, AdapterError, adapter_dir, check_adapter
-
+        if args.mix not in MIXES:
+            parser.error(f"--mix {args.mix}: use one of {', '.join(MIXES)}.")
+        if not args.trajectories:
+            parser.error("--mix needs --trajectories N (the 96 of data.py have no mix).")
+    if args.start_from is not None:
+        if args.eval_only:
+            parser.error("--from trains; with --eval-only there is no training (leave one out).")
+        if not adapter_dir(args.start_from).is_dir():
+            parser.error(f"--from {args.start_from}: no adapter folder {adapter_dir(args.start_from)}.")
+    if args.learning_rate is not None and not 0 < args.learning_rate < 1:
+        parser.error(f"--learning-rate {args.learning_rate}: use a value like 6e-4.")
     name = args.name or DEFAULT_ADAPTER
     out = adapter_dir(name)
     prompt = args.prompt or "default"
@@ -71,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--prompt {args.prompt}: the adapter {name} was trained with the "
                          f"{trained_with} prompt; evaluate it with that one (leave --prompt out).")
         prompt = trained_with
+    return args, prompt
+
+
+def main(argv: list[str] | None = None) -> int:
+    from course.settings import apply_offline_default
+
+    apply_offline_default()
+    from course.adapter_manifest import DEFAULT_ADAPTER, adapter_dir, check_adapter
+
+    args, prompt = _checked(_parser(), argv)
+    name = args.name or DEFAULT_ADAPTER
+    out = adapter_dir(name)
 
     import torch
 
@@ -87,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         from course.finetune.train import loss_curve, tokenize, train
         from course.models import agent_tokenizer
 
-        settings = TrainSettings(name=name, seed=args.seed, threads=args.threads, prompt=prompt)
+        settings = TrainSettings(name=name, seed=args.seed, threads=args.threads, prompt=prompt,
+                                 start_from=args.start_from or "", mix=args.mix or "default")
+        if args.learning_rate is not None:
+            settings.learning_rate = args.learning_rate
         if args.steps is not None:
             settings.steps = args.steps
         elif args.trajectories:
@@ -95,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         settings.check()
         tokenizer = agent_tokenizer()[0]
         start = time.perf_counter()
-        trajectories = (generate(args.trajectories, args.seed) if args.trajectories
+        from course.finetune.tasks import MIXES
+
+        trajectories = (generate(args.trajectories, args.seed, MIXES[settings.mix]) if args.trajectories
                         else training_tasks(args.seed))
         rendered = render_all(trajectories, tokenizer, templates, progress=True)
         samples = tokenize(rendered, tokenizer)
@@ -117,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     from course.finetune.heldout import by_family, by_family_text, held_out_set
 
     tasks = held_out_set(kin=args.kin) if args.held_out == "all" else held_out_tasks()
-    comparison = compare_on_held_out(out, tasks=tasks, max_steps=args.eval_steps, prompt_templates=templates)
+    comparison = compare_on_held_out(out, tasks=tasks, max_steps=args.eval_steps,
+                                     prompt_templates=templates, include_base=not args.taught_only)
     print(comparison, flush=True)
     families = by_family(comparison.results)
     print("[measured] per family:\n" + by_family_text(families), flush=True)

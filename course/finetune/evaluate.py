@@ -286,17 +286,20 @@ class HeldOut(Record):
 
 def compare_on_held_out(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
             max_steps: int = 3, progress: bool = True,
-            prompt_templates: dict[str, Any] | None = None) -> HeldOutComparison:
-    """The bundled model and the bundled model + adapter on the same held-out tasks."""
+            prompt_templates: dict[str, Any] | None = None,
+            include_base: bool = True) -> HeldOutComparison:
+    """The bundled model and the bundled model + adapter on the same held-out tasks
+    (``include_base=False``: the adapter only)."""
     from course.finetune.adapter import fresh_base, load_with_adapter
     from course.finetune.data import held_out_tasks
 
     tasks = held_out_tasks() if tasks is None else tasks
     base_label = "SmolLM2-135M-Instruct (bundled)"
     tuned_label = "SmolLM2-135M-Instruct + LoRA (bundled+tools)"
-    base = fresh_base()
-    results = {base_label: evaluate(base, base_label, tasks, max_steps, progress=progress,
-                                    prompt_templates=prompt_templates)}
+    results = {}
+    if include_base:
+        results[base_label] = evaluate(fresh_base(), base_label, tasks, max_steps, progress=progress,
+                                       prompt_templates=prompt_templates)
     tuned = load_with_adapter(adapter_folder, base=fresh_base())
     results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress,
                                     prompt_templates=prompt_templates)

@@ -15,6 +15,9 @@ The families (:data:`FAMILIES`), by the behaviour each teaches:
 - a lookup, then an action: ``lookup_then_draw`` (find what to draw, then draw it),
   ``two_hop_draw`` (find a name, then find the thing it leads to, then draw it);
 - ``run_and_fix``: run the given script, read the error, fix it, run the fix, return the code;
+  ``fix_loop``: the same for a loop over a string, a tuple or a dict (called like a function,
+  read past its end, a loop over a number, a number added to a string), in several layouts;
+  ``fix_twice``: two such bugs one behind the other (fix, run into the second, fix, run, return);
 - ``compute``: compute with code, then answer with the printed value;
 - ``refusal``: no tool can do what is asked: say so; ``tool_error``: a tool call with a wrong
   argument fails, read the error and call it right;
@@ -22,8 +25,10 @@ The families (:data:`FAMILIES`), by the behaviour each teaches:
 
 The held-out families (:data:`course.finetune.data.HELD_OUT_FAMILIES`: current weather, a photo
 of a film character's vehicle, a script whose list is called instead of indexed and read past its
-end) are never generated: no task, output or script here mentions weather, films, vehicles, or
-calls a list, and no bug here is an index error (tested).
+end) are never generated: no task, output or script here mentions weather, films or vehicles,
+no script calls a list or reads a list past its end, and the families of the default weights have
+no index error at all (tested). ``fix_loop`` and ``fix_twice`` do read strings and tuples past
+their end and call them like functions: the held-out bug's neighbours, taught on other types.
 
 Not handled: more than three agent steps, tools other than ``web_search`` and the image tool,
 languages other than English.
@@ -46,7 +51,7 @@ from course.finetune.data import (
     search_page,
 )
 
-__all__ = ["FAMILIES", "FAMILY_WEIGHTS", "generate"]
+__all__ = ["FAMILIES", "FAMILY_WEIGHTS", "MIXES", "generate"]
 
 
 # ----- lookups -----
@@ -251,6 +256,105 @@ def run_and_fix(rng: random.Random) -> Trajectory:
     return fix_trajectory(bad, good, why, rng.choice(_FIX_TASKS))
 
 
+
+# ----- more scripts to fix: strings, tuples and dicts in loops, other layouts, two bugs -----
+_FIX_MORE_TASKS = [
+    "Something in this script is broken. Run it, fix what the error names, and return the code that works.",
+    "Can you repair my program? Run it first, correct it, check that the correction runs, then give it back.",
+    "This snippet raises errors: run it, fix the problems one at a time, and return the working version.",
+    "Please get this code working: run it, read the error, fix it, test it again and return it.",
+    "My little program stops with an error. Run it to find the bugs, fix them and return the code.",
+    "Correct the code below: execute it to see the error, repair it, execute the repair, return it.",
+]
+
+
+def _loop_script(rng: random.Random, bugs: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """A short script with a loop over a string, a tuple or a dict, in one of several layouts,
+    and the scripts after fixing each of ``bugs`` in turn: ([script, after 1st fix, ...], [why
+    of each fix]). No list is called or read past its end (those are the held-out bug)."""
+    eq, gap = rng.choice([" = ", "="]), rng.choice(["\n", "\n\n"])
+    kind = {"call_str": "str", "end_str": "str", "call_tuple": "tuple", "end_tuple": "tuple",
+            "iter_tuple": "tuple", "call_dict": "dict", "concat_dict": "dict"}[bugs[0]]
+    if kind == "str":
+        name = rng.choice(["word", "label", "text", "tag", "key"])
+        letters = made_up_name(rng, rng.randint(2, 3)).lower()
+        value, size = repr(letters), len(letters)
+    elif kind == "tuple":
+        name = rng.choice(["sizes", "levels", "points", "steps", "parts"])
+        items = rng.sample(range(1, 99), rng.randint(3, 5))
+        value, size = str(tuple(items)), len(items)
+    else:
+        name = rng.choice(["ages", "stock", "heights", "rooms", "seats"])
+        keys = rng.sample([made_up_name(rng, 1).lower() for _ in range(6)], 3)
+        value = "{" + ", ".join(f"'{k}': {rng.randint(2, 90)}" for k in dict.fromkeys(keys)) + "}"
+        size = 0  # a dict's loop goes over its keys: no count to get wrong
+    extra = rng.randint(1, 3)
+    state = {"call": any("call" in b for b in bugs), "end": any("end" in b for b in bugs),
+             "iter": "iter_tuple" in bugs, "concat": "concat_dict" in bugs}
+    via_x = rng.random() < 0.4
+
+    def script() -> str:
+        if kind == "dict":
+            read = f"{name}(k)" if state["call"] else f"{name}[k]"
+            line = f"k + ': ' + {read}" if state["concat"] else f"k + ': ' + str({read})"
+            head = f"for k in {name}:"
+        else:
+            read = f"{name}(i)" if state["call"] else f"{name}[i]"
+            line = read
+            count = f"range({size + extra})" if state["end"] else f"range(len({name}))"
+            head = f"for i in {f'len({name})' if state['iter'] else count}:"
+        body = f"    x = {line}\n    print(x)\n" if via_x else f"    print({line})\n"
+        return f"{name}{eq}{value}{gap}{head}\n{body}"
+
+    whys = {
+        "call_str": f"a string cannot be called like a function: {name}(i) must be {name}[i]",
+        "call_tuple": f"a tuple cannot be called like a function: {name}(i) must be {name}[i]",
+        "call_dict": f"a dict cannot be called like a function: {name}(k) must be {name}[k]",
+        "end_str": f"range({size + extra}) reads past the end of {name}, which has {size} letters; "
+                   f"range(len({name})) stops at its end",
+        "end_tuple": f"range({size + extra}) reads past the end of {name}, which has {size} items; "
+                     f"range(len({name})) stops at its end",
+        "iter_tuple": f"len({name}) is a number and a loop cannot go over a number; "
+                      f"range(len({name})) can",
+        "concat_dict": f"the values of {name} are numbers and a string cannot be added to a number, "
+                       f"so I convert the value with str()",
+    }
+    scripts, why = [script()], []
+    for bug in bugs:
+        state[{"call_str": "call", "call_tuple": "call", "call_dict": "call", "end_str": "end",
+               "end_tuple": "end", "iter_tuple": "iter", "concat_dict": "concat"}[bug]] = False
+        scripts.append(script())
+        why.append(whys[bug])
+    return scripts, why
+
+
+def fix_loop(rng: random.Random) -> Trajectory:
+    """Run, read the error, fix, run, return: one bug in a loop over a string, tuple or dict."""
+    bug = rng.choice(["call_str", "call_tuple", "call_dict", "end_str", "end_tuple", "iter_tuple",
+                      "concat_dict"])
+    (bad, good), (why,) = _loop_script(rng, (bug,))
+    t = fix_trajectory(bad, good, why, rng.choice(_FIX_MORE_TASKS))
+    t.family = "fix_loop"
+    return t
+
+
+def fix_twice(rng: random.Random) -> Trajectory:
+    """Two bugs, one behind the other: run, fix the first, run into the second, fix it, run the
+    fixed code and return it in the same step (three steps in all)."""
+    bugs = rng.choice([("call_str", "end_str"), ("call_tuple", "end_tuple"), ("iter_tuple", "call_tuple"),
+                       ("call_dict", "concat_dict")])
+    (bad, mid, good), (why1, why2) = _loop_script(rng, bugs)
+    fixed = good.rstrip("\n")
+    outputs = [
+        code_step("Before changing anything I run the code as it is, to see what goes wrong.", bad),
+        code_step(f"The run failed: {why1}. I fix that and run it again.", mid),
+        code_step(f"It gets further and fails again: {why2}. I fix that too, run the fixed code "
+                  "and return it.", f'{fixed}\nfixed_code = """{fixed}\n"""\nfinal_answer(fixed_code)'),
+    ]
+    return Trajectory("fix_twice", rng.choice(_FIX_MORE_TASKS), [], [], outputs, {"code": bad},
+                      expected_tool="python")
+
+
 # ----- compute -----
 def compute(rng: random.Random) -> Trajectory:
     if rng.random() < 0.5:
@@ -344,17 +448,25 @@ FAMILIES: dict[str, Callable[[random.Random], Trajectory]] = {
     "lookup_one": lookup_one, "lookup_refine": lookup_refine, "lookup_two_agree": lookup_two_agree,
     "lookup_conflict": lookup_conflict, "lookup_miss": lookup_miss,
     "lookup_then_draw": lookup_then_draw, "two_hop_draw": two_hop_draw,
-    "run_and_fix": run_and_fix, "compute": compute, "refusal": refusal, "tool_error": tool_error,
-    "no_tool": no_tool,
+    "run_and_fix": run_and_fix, "fix_loop": fix_loop, "fix_twice": fix_twice, "compute": compute,
+    "refusal": refusal, "tool_error": tool_error, "no_tool": no_tool,
 }
 """Every training family, by name (none of :data:`course.finetune.data.HELD_OUT_FAMILIES`)."""
 
 FAMILY_WEIGHTS: dict[str, int] = {
     "lookup_one": 8, "lookup_refine": 10, "lookup_two_agree": 6, "lookup_conflict": 12,
     "lookup_miss": 8, "lookup_then_draw": 10, "two_hop_draw": 10, "run_and_fix": 16,
-    "compute": 8, "refusal": 4, "tool_error": 4, "no_tool": 4,
+    "compute": 8, "refusal": 4, "tool_error": 4, "no_tool": 4, "fix_loop": 0, "fix_twice": 0,
 }
-"""How often each family is drawn (relative weights): most where the held-out tasks need it."""
+"""How often each family is drawn (relative weights): most where the held-out tasks need it.
+``fix_loop`` and ``fix_twice`` are 0 here, so the first runs' data stays as it was drawn."""
+
+MIXES: dict[str, dict[str, int]] = {
+    "default": FAMILY_WEIGHTS,
+    "code": {**FAMILY_WEIGHTS, "fix_loop": 30, "fix_twice": 40},
+}
+"""Named family weights for ``python -m course.finetune --mix``: ``code`` keeps every family of
+the default and adds as much again of scripts to fix (loops, other layouts, two bugs)."""
 
 
 def generate(n: int, seed: int = 0, weights: dict[str, int] | None = None) -> list[Trajectory]:

@@ -18,7 +18,11 @@ gradient, the price of a run of minutes instead of hours on two cores).
 trajectories (``trajectories.jsonl``) and ``manifest.json`` (sha256 of each adapter file, base
 model, data hash, steps, wall time, losses, settings, versions).
 
-Not handled: batches of several trajectories, GPUs, resuming a run, full fine-tuning.
+A run can start from an earlier adapter's weights (``start_from``) and go on with other data;
+its manifest names that adapter and its sha256.
+
+Not handled: batches of several trajectories, GPUs, resuming a run mid-way (its optimiser
+state is not kept), full fine-tuning.
 """
 
 from __future__ import annotations
@@ -66,6 +70,11 @@ class TrainSettings:
     prompt: str = "default"
     """The agent's system prompt the data was rendered with: ``default`` (smolagents') or
     ``compact`` (:mod:`course.finetune.prompt`); the adapter must run with the same one."""
+    start_from: str = ""
+    """An adapter (folder name under ``course/data/adapters/``) whose weights the run starts from
+    instead of PEFT's fresh LoRA (``""``: fresh); its rank and modules must be these."""
+    mix: str = "default"
+    """The family weights the trajectories were drawn with (:data:`course.finetune.tasks.MIXES`)."""
 
     def check(self) -> None:
         """Raise ValueError naming the setting and the fix for a value that cannot work."""
@@ -159,6 +168,31 @@ def fresh_base() -> Any:
     return LocalModel(model, tokenizer, choice, source)
 
 
+def _start_from(model: Any, settings: TrainSettings) -> dict[str, Any]:
+    """Load the LoRA weights of the adapter ``settings.start_from`` into ``model`` (PEFT's own
+    ``set_peft_model_state_dict``); return what the manifest records of it."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from course.adapter_manifest import adapter_dir, check_adapter
+
+    folder = adapter_dir(settings.start_from)
+    manifest = check_adapter(folder)  # AdapterError naming the folder when it is missing or altered
+    theirs = manifest.get("settings", {})
+    mine = (settings.rank, sorted(settings.target_modules), settings.prompt)
+    if (theirs.get("rank"), sorted(theirs.get("target_modules", [])), theirs.get("prompt", "default")) != mine:
+        raise ValueError(f"start_from={settings.start_from!r}: that adapter was trained with rank "
+                         f"{theirs.get('rank')}, modules {theirs.get('target_modules')} and the "
+                         f"{theirs.get('prompt', 'default')} prompt; start from one trained like this run.")
+    result = set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
+    missing = [k for k in result.missing_keys if "lora_" in k]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"start_from={settings.start_from!r}: its weights do not fit this model "
+                         f"({len(missing)} missing, {len(result.unexpected_keys)} unexpected).")
+    return {"name": settings.start_from, "adapter_sha256": manifest["files"]["adapter_model.safetensors"],
+            "steps": manifest.get("steps"), "trajectories": manifest.get("trajectories")}
+
+
 def masked_loss(model: Any, sample: Tokenized, cache: Any) -> Any:
     """Mean cross-entropy of ``sample``'s trained tokens (the model's own words), on top of
     ``cache`` (the prefix's key/value cache); a tensor with its gradient."""
@@ -204,6 +238,9 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
     config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0,
                         target_modules=list(settings.target_modules), task_type="CAUSAL_LM")
     model = get_peft_model(base.model, config)  # injects LoRA layers into base.model's modules
+    parent: dict[str, Any] = {}
+    if settings.start_from:
+        parent = _start_from(model, settings)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
@@ -294,6 +331,7 @@ def train(samples: list[Tokenized], settings: TrainSettings | None = None, *,
         "mean_loss_first_8": round(sum(losses[:8]) / len(losses[:8]), 4),
         "mean_loss_last_8": round(sum(losses[-8:]) / len(losses[-8:]), 4),
         "settings": settings_dict,
+        **({"started_from": parent} if parent else {}),
         "torch_threads": torch.get_num_threads(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "peft": peft.__version__, "python": platform.python_version()},
