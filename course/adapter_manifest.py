@@ -19,7 +19,7 @@ from typing import Any
 
 __all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "STEP_TOKENS",
            "AdapterError", "adapter_dir", "adapter_label", "check_adapter", "read_manifest",
-           "sha256_file", "wrap_with_adapter"]
+           "sha256_file", "taught_prompt", "wrap_with_adapter"]
 
 ADAPTERS_DIR = Path(__file__).resolve().parent / "data" / "adapters"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -102,5 +102,19 @@ def wrap_with_adapter(model: Any, folder: Path | None = None) -> Any:
     from peft import PeftModel
 
     folder = Path(folder) if folder is not None else adapter_dir()
-    check_adapter(folder)
-    return PeftModel.from_pretrained(model, str(folder)).eval()
+    manifest = check_adapter(folder)
+    wrapped = PeftModel.from_pretrained(model, str(folder)).eval()
+    wrapped.course_prompt = manifest.get("settings", {}).get("prompt", "default")
+    return wrapped
+
+
+def taught_prompt(model: Any) -> str:
+    """The agent system prompt ``model`` was taught with, ``default`` (smolagents') or
+    ``compact`` (:mod:`course.finetune.prompt`): what the manifest of the adapter that
+    :func:`wrap_with_adapter` put on it says, read from the model itself or from the model a
+    smolagents model or ``LocalModel`` holds; ``default`` for a model without an adapter."""
+    for candidate in (model, getattr(model, "model", None)):
+        prompt = getattr(candidate, "course_prompt", None)
+        if isinstance(prompt, str):
+            return prompt
+    return "default"

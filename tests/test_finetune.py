@@ -140,6 +140,26 @@ def test_a_run_can_start_from_an_adapters_weights(tokenizer, tmp_path):
     assert max(float((theirs[k] - mine[k]).abs().max()) for k in theirs) < 1e-6
 
 
+def test_a_model_runs_with_the_prompt_its_adapter_was_taught_with(tokenizer, tmp_path):
+    from course.adapter_manifest import taught_prompt, wrap_with_adapter
+    from course.finetune.adapter import fresh_base
+    from course.finetune.evaluate import kernel_agent_model
+    from course.finetune.prompt import COMPACT_SYSTEM_PROMPT, templates_for
+    from course.finetune.train import TrainSettings, train
+
+    samples = _tiny_sample(tokenizer)
+    train(samples, TrainSettings(name="c", steps=1, prompt="compact"), local=fresh_base(),
+          out_dir=tmp_path / "c", progress=False)
+    base = fresh_base()
+    assert taught_prompt(base.model) == "default" and templates_for(kernel_agent_model(base)) is None
+    base.model = wrap_with_adapter(base.model, tmp_path / "c")
+    assert taught_prompt(base.model) == "compact"
+    assert templates_for(kernel_agent_model(base))["system_prompt"] == COMPACT_SYSTEM_PROMPT
+    plain = fresh_base()
+    plain.model = wrap_with_adapter(plain.model)  # the committed adapter: smolagents' own prompt
+    assert taught_prompt(kernel_agent_model(plain)) == "default"
+
+
 def test_bad_settings_name_the_setting():
     from course.finetune.train import TrainSettings
 

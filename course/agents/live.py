@@ -300,6 +300,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
     (or with ``model``, named ``model_id`` in the trace)."""
     if name not in NOTE_TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {sorted(NOTE_TASKS)}.")
+    from course.finetune.prompt import templates_for
     from course.models import smolagents_model  # the model is built only when a run is asked for
 
     plan = plan or live_plan()
@@ -310,7 +311,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
             model = reusing_kept_prefix(model, plan)
     cached_before = getattr(model, "reused_tokens", 0)
     agent = CodeAgent(tools=smolagents_door(make_tools(recording.tools)), model=model,
-                      max_steps=plan.max_steps + 1,
+                      max_steps=plan.max_steps + 1, prompt_templates=templates_for(model),
                       step_callbacks=[stop_after_steps(plan.max_steps)], verbosity_level=-1)
     about = {"title": f"{name} (live, {plan.max_steps} step limit)",
              "model_id": model_id or choice_label(),

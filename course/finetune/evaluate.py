@@ -123,8 +123,9 @@ def fixed_code_returned(answer: str, script: str) -> bool:
 def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
              prompt_templates: dict[str, Any] | None = None) -> TaskResult:
     """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``
-    (``prompt_templates``: the agent's prompts, default smolagents' own). Success needs the
-    answer check of :func:`course.finetune.heldout.answer_problem` too."""
+    (``prompt_templates``: the agent's prompts; default: those ``model`` was taught with,
+    :func:`course.finetune.prompt.templates_for`). Success needs the answer check of
+    :func:`course.finetune.heldout.answer_problem` too."""
     from smolagents import CodeAgent
     from smolagents.utils import AgentError
 
@@ -132,10 +133,13 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
     from course.agents.live import stop_after_steps
     from course.agents.traces import run_from_spans
     from course.finetune.heldout import answer_problem
+    from course.finetune.prompt import templates_for
     from course.tools import spans as tracing
     from course.tools.for_libraries import smolagents_door
 
     tools = traj.make_tools()
+    if prompt_templates is None:
+        prompt_templates = templates_for(model)
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,
                       step_callbacks=[stop_after_steps(max_steps)], verbosity_level=-1,
                       prompt_templates=prompt_templates)

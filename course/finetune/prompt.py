@@ -12,7 +12,8 @@ the same Jinja template language, so the same ``CodeAgent`` renders it with the 
 - :func:`system_prompt_tokens` counts the rendered system prompt for a tool set.
 
 A model taught with one prompt must be run with the same prompt: a compact-prompt adapter run
-under the default prompt sees text it was never taught on. Not handled: planning prompts, managed
+under the default prompt sees text it was never taught on. :func:`templates_for` gives the
+templates a model was taught with (its adapter's manifest says which). Not handled: planning prompts, managed
 agents (the compact prompt lists tools only).
 """
 
@@ -21,7 +22,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["COMPACT_SYSTEM_PROMPT", "prompt_templates", "system_prompt_text", "system_prompt_tokens"]
+__all__ = ["COMPACT_SYSTEM_PROMPT", "prompt_templates", "system_prompt_text", "system_prompt_tokens",
+           "templates_for"]
 
 COMPACT_SYSTEM_PROMPT = """\
 You solve a task by writing Python code, one step at a time.
@@ -59,6 +61,15 @@ def prompt_templates(compact: bool = True) -> dict[str, Any]:
     if compact:
         templates["system_prompt"] = COMPACT_SYSTEM_PROMPT
     return templates
+
+
+def templates_for(model: Any) -> dict[str, Any] | None:
+    """The prompt templates to run ``model`` with: the compact prompt's when its adapter was
+    trained with it (:func:`course.adapter_manifest.taught_prompt`), else ``None`` (smolagents'
+    own), so that a model always runs with the prompt it was taught with."""
+    from course.adapter_manifest import taught_prompt
+
+    return prompt_templates() if taught_prompt(model) == "compact" else None
 
 
 def system_prompt_text(tools: list[Any], compact: bool = True) -> str:
