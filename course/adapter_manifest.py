@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "STEP_TOKENS",
+__all__ = ["ADAPTERS_DIR", "ADAPTER_FILES", "AGENT_ADAPTER", "BASE_MODEL_ID", "DEFAULT_ADAPTER", "STEP_TOKENS",
            "AdapterError", "adapter_dir", "adapter_label", "check_adapter", "read_manifest",
            "sha256_file", "taught_prompt", "wrap_with_adapter"]
 
@@ -25,6 +25,11 @@ ADAPTERS_DIR = Path(__file__).resolve().parent / "data" / "adapters"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 DEFAULT_ADAPTER = "smollm2-tools"
+"""The course's tools adapter: ``COURSE_MODEL=bundled+tools``, appendix A4's worked run (96
+trajectories, smolagents' own prompt)."""
+AGENT_ADAPTER = "smollm2-agent"
+"""The taught agent: appendix A4's run at scale (1,000 trajectories, then 480 more, the course's
+compact prompt), the one chapter 02 runs live on the note's tasks."""
 STEP_TOKENS = 160
 """Cap on one agent step's new tokens for base + adapter (its held-out evaluation and chapters
 02-03's live runs; the longest trained output, a fixed script, is about 110 tokens)."""

@@ -113,7 +113,7 @@ CASES = [
     case("wrong result", module("course.finetune", "--eval-only", "--no-eval"),
          "not allowed with argument", id="finetune --eval-only --no-eval"),
     case("wrong result", module("course.finetune", "--eval-only", "--name", "no-such-adapter"),
-         "--eval-only --name no-such-adapter", "adapters here: smollm2-tools",
+         "--eval-only --name no-such-adapter", "adapters here: smollm2-agent, smollm2-tools",
          id="finetune --eval-only, no such adapter"),
     # python -m course.memory.store (chapter 04's second process)
     case("raw crash", module("course.memory.store", "append", "m.sqlite", "t", "w", "1",

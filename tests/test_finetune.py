@@ -197,6 +197,27 @@ def test_committed_adapter_matches_its_manifest_and_generator(tmp_path):
         check_adapter(copy)
 
 
+def test_the_taught_agents_adapter_matches_its_manifest_its_parent_and_its_data():
+    from course.adapter_manifest import AGENT_ADAPTER, adapter_dir, check_adapter
+    from course.finetune.evaluate import RUNS_DIR
+    from course.finetune.tasks import MIXES, generate
+
+    folder = adapter_dir(AGENT_ADAPTER)
+    manifest = check_adapter(folder)
+    settings = manifest["settings"]
+    assert (settings["prompt"], settings["mix"], settings["start_from"]) == ("compact", "code", "pilot-1000")
+    # it went on from the 1,000-run, whose manifest is committed: the same weights by their sha256
+    parent = json.loads((RUNS_DIR / "pilot-1000" / "manifest.json").read_text())
+    assert manifest["started_from"]["adapter_sha256"] == parent["files"]["adapter_model.safetensors"]
+    assert manifest["started_from"]["trajectories"] == parent["trajectories"] == 1000
+    # its trajectories are what the generator draws for its seed and mix
+    assert (folder / "trajectories.jsonl").read_text(encoding="utf-8") == trajectories_jsonl(
+        generate(manifest["trajectories"], settings["seed"], MIXES[settings["mix"]]))
+    evaluation = json.loads((folder / "evaluation.json").read_text())
+    assert evaluation["adapter_sha256"] == manifest["files"]["adapter_model.safetensors"]
+    assert evaluation["prompt"] == "compact" and evaluation["held_out"] == "all, 9 kin"
+
+
 def test_bundled_tools_setting_loads_base_plus_adapter(tokenizer):
     import torch
 

@@ -23,12 +23,14 @@ after it; and a run's later step starts from its previous step's prompt, which i
 (:class:`course.models.for_smolagents.SharedTransformersModel`). The outputs are the model's own
 greedy continuations either way; each run reports how many prompt tokens came from a cache.
 
-:func:`run_live_tuned` runs the same tasks with the bundled base + the course's tools LoRA
-adapter (``course/data/adapters/smollm2-tools``, chapter 07), whatever the setting, when its
-manifest checks (:func:`tuned_unavailable` says why not; :func:`tuned_skip_reason` also skips
-them in chapters run with another model): up to 2 steps (the fewest in which a run can search,
-then draw and answer), each ending at its first complete code block or after the held-out
-evaluation's cap of 160 new tokens (:data:`course.adapter_manifest.STEP_TOKENS`), reusing one kept prefix
+:func:`run_live_tuned` runs the same tasks with the bundled base + a LoRA adapter of appendix
+A4, whatever the setting, when its manifest checks (:func:`tuned_unavailable` says why not;
+:func:`tuned_skip_reason` also skips them in chapters run with another model): by default the
+course's tools adapter (``smollm2-tools``, what ``bundled+tools`` loads), and in chapter 02 the
+taught agent (:data:`course.adapter_manifest.AGENT_ADAPTER`), each with the system prompt its
+adapter was taught with (:func:`course.finetune.prompt.templates_for`). The runs are the
+held-out evaluation's: up to :data:`TUNED_STEPS` steps, each ending at its first complete code
+block or after :data:`course.adapter_manifest.STEP_TOKENS` new tokens, reusing one kept prefix
 cache across the three tasks.
 
 Not handled: the real web search and image model (the offline tools stand in; see
@@ -48,6 +50,7 @@ from smolagents import CodeAgent
 from smolagents.memory import ActionStep
 from smolagents.utils import AgentError
 
+from course.adapter_manifest import DEFAULT_ADAPTER
 from course.agents.evaluation import Flag, check_trajectory
 from course.agents.offline_tools import make_tools
 from course.agents.traces import RECORDINGS_DIR, Run, load_run, run_from_spans
@@ -333,38 +336,37 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
                    getattr(model, "reused_tokens", 0) - cached_before)
 
 
-TUNED_STEPS = 2
-"""Step limit of the fine-tuned model's live runs: the fewest in which a run can search, then
-draw and answer (its held-out evaluation allows 3; a step took 11-33 s on the shared 2-core
-CPU, measured)."""
+TUNED_STEPS = 3
+"""Step limit of the fine-tuned model's live runs, its held-out evaluation's: enough to run a
+script, fix it, run into a second bug and fix that (or search, draw and answer)."""
 
-_TUNED: dict[tuple[int, bool], Any] = {}  # (max_new_tokens, first_block) -> the model, kept
+_TUNED: dict[tuple[str, int, bool], Any] = {}  # (adapter, max_new_tokens, first_block) -> the model
 
 
-def tuned_label() -> str:
-    """The bundled base + the course's tools adapter, as the live runs name it."""
+def tuned_label(adapter: str = DEFAULT_ADAPTER) -> str:
+    """The bundled base + ``adapter`` (default the course's tools adapter), as the live runs name it."""
     from course.adapter_manifest import adapter_label
 
-    return adapter_label()
+    return adapter_label(adapter)
 
 
-def tuned_unavailable() -> str | None:
+def tuned_unavailable(adapter: str = DEFAULT_ADAPTER) -> str | None:
     """Why the fine-tuned model cannot run here (its adapter's manifest check fails), else None."""
-    from course.adapter_manifest import AdapterError, check_adapter
+    from course.adapter_manifest import AdapterError, adapter_dir, check_adapter
 
     try:
-        check_adapter()
+        check_adapter(adapter_dir(adapter))
     except AdapterError as err:
         return str(err)
     return None
 
 
-def tuned_skip_reason() -> str | None:
+def tuned_skip_reason(adapter: str = DEFAULT_ADAPTER) -> str | None:
     """Why a chapter skips its fine-tuned runs, else None: the adapter does not check, or
     ``COURSE_MODEL`` selects a model that is not the bundled one (the runs would be the same
-    greedy runs of the bundled base + adapter the default setting shows, about 45 s a task on a
-    shared 2-core CPU; :func:`run_live_tuned` still runs them when called)."""
-    problem = tuned_unavailable()
+    greedy runs of the bundled base + adapter the default setting shows;
+    :func:`run_live_tuned` still runs them when called)."""
+    problem = tuned_unavailable(adapter)
     if problem:
         return f"the fine-tuned model's adapter does not check: {problem}"
     choice = active_model()
@@ -375,32 +377,41 @@ def tuned_skip_reason() -> str | None:
     return None
 
 
-def tuned_plan() -> LivePlan:
+def tuned_plan(adapter: str = DEFAULT_ADAPTER) -> LivePlan:
     """The fine-tuned model's bounded run: :data:`TUNED_STEPS`, the held-out evaluation's cap."""
     from course.adapter_manifest import STEP_TOKENS as MAX_NEW_TOKENS
 
     return LivePlan(TUNED_STEPS, MAX_NEW_TOKENS,
-                    f"bounded run of {tuned_label()}: up to {TUNED_STEPS} steps, each ending at "
+                    f"bounded run of {tuned_label(adapter)}: up to {TUNED_STEPS} steps, each ending at "
                     f"its first complete code block or after {MAX_NEW_TOKENS} new tokens (the "
-                    "held-out evaluation's cap)", first_block=True)
+                    "held-out evaluation's limits)", first_block=True)
 
 
-def run_live_tuned(name: str, plan: LivePlan | None = None) -> LiveRun:
-    """Note task ``name`` run live with the bundled base + the tools adapter, whatever
-    ``COURSE_MODEL`` says (loaded in this kernel; one kept prefix cache for every task)."""
+def run_live_tuned(name: str, plan: LivePlan | None = None, adapter: str = DEFAULT_ADAPTER) -> LiveRun:
+    """Note task ``name`` run live with the bundled base + ``adapter`` (default the course's tools
+    adapter), whatever ``COURSE_MODEL`` says, with the prompt the adapter was taught with (loaded
+    in this kernel; one kept prefix cache for every task)."""
+    from course.adapter_manifest import adapter_dir
     from course.models import smolagents_model
     from course.settings import BUNDLED_TOOLS, parse_model_setting
 
-    plan = plan or tuned_plan()
-    problem = tuned_unavailable()
+    plan = plan or tuned_plan(adapter)
+    problem = tuned_unavailable(adapter)
     if problem:
         raise RuntimeError(f"the fine-tuned model cannot run: {problem}")
-    model = _TUNED.get((plan.max_new_tokens, plan.first_block))
+    model = _TUNED.get((adapter, plan.max_new_tokens, plan.first_block))
     if model is None:
-        from course.models import load_local_model
+        if adapter == DEFAULT_ADAPTER:  # the loader's bundled+tools: shared with the chapters
+            from course.models import load_local_model
 
-        choice = parse_model_setting(BUNDLED_TOOLS)
-        model = smolagents_model(choice, max_new_tokens=plan.max_new_tokens)
-        model = prefix_reusing(model, PrefixCache(load_local_model(choice)), plan.first_block)
-        _TUNED[(plan.max_new_tokens, plan.first_block)] = model
-    return run_live(name, plan, model=model, model_id=tuned_label())
+            local = load_local_model(parse_model_setting(BUNDLED_TOOLS))
+            model = smolagents_model(parse_model_setting(BUNDLED_TOOLS), max_new_tokens=plan.max_new_tokens)
+        else:  # another adapter over a base of its own (the same weights file, mapped again)
+            from course.finetune.adapter import load_with_adapter
+            from course.models.for_smolagents import SharedTransformersModel
+
+            local = load_with_adapter(adapter_dir(adapter))
+            model = SharedTransformersModel(local, max_new_tokens=plan.max_new_tokens)
+        model = prefix_reusing(model, PrefixCache(local), plan.first_block)
+        _TUNED[(adapter, plan.max_new_tokens, plan.first_block)] = model
+    return run_live(name, plan, model=model, model_id=tuned_label(adapter))

@@ -1,7 +1,9 @@
-"""The committed adapter: where it lives, its manifest check, and loading base + adapter.
+"""The committed adapters: where they live, their manifest check, and loading base + adapter.
 
 ``COURSE_MODEL=bundled+tools`` selects the bundled SmolLM2-135M-Instruct with the LoRA adapter
-trained by ``python -m course.finetune`` (``course/data/adapters/smollm2-tools/``). The base is a
+trained by ``python -m course.finetune`` (``course/data/adapters/smollm2-tools/``); the taught
+agent of chapter 02 is another (``smollm2-agent``, :data:`course.adapter_manifest.AGENT_ADAPTER`),
+loaded by :func:`load_with_adapter` with its folder. The base is a
 separate model object from the plain bundled model (its weights are the same file, mapped
 again, so no second copy in memory), wrapped by PEFT; the adapter stays unmerged, so nothing
 writes into the base weights.
@@ -9,7 +11,7 @@ writes into the base weights.
 :func:`check_adapter` is what the doctor runs: the manifest is readable, names the base model,
 and every adapter file is present with the sha256 the manifest records.
 
-Not handled: several adapters at once, merging the adapter into the weights, adapters for other
+Not handled: several adapters on one base at once, merging the adapter into the weights, adapters for other
 base models.
 """
 

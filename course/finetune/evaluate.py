@@ -75,6 +75,8 @@ class TaskResult(Record):
     tools_called: list[str] = field(default_factory=list)
     answer_problem: str = ""
     """What the answer check found wrong (:func:`course.finetune.heldout.answer_problem`)."""
+    search_queries: list[str] = field(default_factory=list)
+    """The queries the run gave ``web_search``, in order."""
 
     def __str__(self) -> str:
         first_tool = self.tools_called[0] if self.tools_called else "none"
@@ -121,11 +123,11 @@ def fixed_code_returned(answer: str, script: str) -> bool:
 
 
 def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
-             prompt_templates: dict[str, Any] | None = None) -> TaskResult:
+             prompt_templates: dict[str, Any] | None = None, search_misses: int = 0) -> TaskResult:
     """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``
     (``prompt_templates``: the agent's prompts; default: those ``model`` was taught with,
-    :func:`course.finetune.prompt.templates_for`). Success needs the answer check of
-    :func:`course.finetune.heldout.answer_problem` too."""
+    :func:`course.finetune.prompt.templates_for`; ``search_misses``: the first searches that find
+    nothing). Success needs the answer check of :func:`course.finetune.heldout.answer_problem` too."""
     from smolagents import CodeAgent
     from smolagents.utils import AgentError
 
@@ -137,7 +139,7 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
     from course.tools import spans as tracing
     from course.tools.for_libraries import smolagents_door
 
-    tools = traj.make_tools()
+    tools = traj.make_tools(search_misses)
     if prompt_templates is None:
         prompt_templates = templates_for(model)
     agent = CodeAgent(tools=smolagents_door(tools), model=model, max_steps=max_steps + 1,
@@ -180,12 +182,14 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
         first_output=(first.model_output or "")[:300] if first else "",
         answer=str(answer)[:200] if answer is not None else "",
         tools_called=[c.name for s in trace.steps for c in s.tool_calls],
-        answer_problem=problem or "")
+        answer_problem=problem or "",
+        search_queries=[c["query"] for t in tools if t.name == "web_search" for c in t.calls])
 
 
 def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: int = 3,
              max_new_tokens: int = MAX_NEW_TOKENS, progress: bool = True,
-             prompt_templates: dict[str, Any] | None = None) -> list[TaskResult]:
+             prompt_templates: dict[str, Any] | None = None,
+             search_misses: int = 0) -> list[TaskResult]:
     """Run every held-out task with the model in ``local`` (a :class:`~course.models.LocalModel`)."""
     from tqdm.auto import tqdm
 
@@ -193,7 +197,7 @@ def evaluate(local: Any, label: str, tasks: list[Any] | None = None, max_steps: 
 
     tasks = held_out_tasks() if tasks is None else tasks
     model = kernel_agent_model(local, max_new_tokens)
-    return [run_task(t, model, label, max_steps, prompt_templates)
+    return [run_task(t, model, label, max_steps, prompt_templates, search_misses)
             for t in tqdm(tasks, desc=f"held-out tasks, {label}", disable=not progress)]
 
 
@@ -291,20 +295,22 @@ class HeldOut(Record):
 def compare_on_held_out(adapter_folder: Path | None = None, tasks: list[Any] | None = None,
             max_steps: int = 3, progress: bool = True,
             prompt_templates: dict[str, Any] | None = None,
-            include_base: bool = True) -> HeldOutComparison:
+            include_base: bool = True, search_misses: int = 0) -> HeldOutComparison:
     """The bundled model and the bundled model + adapter on the same held-out tasks
-    (``include_base=False``: the adapter only)."""
+    (``include_base=False``: the adapter only; ``search_misses``: the first searches of each
+    task find nothing)."""
+    from course.adapter_manifest import DEFAULT_ADAPTER, adapter_label
     from course.finetune.adapter import fresh_base, load_with_adapter
     from course.finetune.data import held_out_tasks
 
     tasks = held_out_tasks() if tasks is None else tasks
     base_label = "SmolLM2-135M-Instruct (bundled)"
-    tuned_label = "SmolLM2-135M-Instruct + LoRA (bundled+tools)"
+    tuned_label = adapter_label(Path(adapter_folder).name if adapter_folder is not None else DEFAULT_ADAPTER)
     results = {}
     if include_base:
         results[base_label] = evaluate(fresh_base(), base_label, tasks, max_steps, progress=progress,
-                                       prompt_templates=prompt_templates)
+                                       prompt_templates=prompt_templates, search_misses=search_misses)
     tuned = load_with_adapter(adapter_folder, base=fresh_base())
     results[tuned_label] = evaluate(tuned, tuned_label, tasks, max_steps, progress=progress,
-                                    prompt_templates=prompt_templates)
+                                    prompt_templates=prompt_templates, search_misses=search_misses)
     return HeldOutComparison(results, max_steps)
