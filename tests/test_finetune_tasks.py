@@ -254,6 +254,8 @@ def test_eval_only_refuses_a_prompt_the_adapter_was_not_trained_with(capsys):
     (["--from", "no-such-adapter"], "--from no-such-adapter: no adapter folder"),
     (["--from", "smollm2-tools", "--eval-only"], "with --eval-only there is no training"),
     (["--learning-rate", "3"], "--learning-rate 3.0: use a value like 6e-4"),
+    (["--search-misses", "1"], "--search-misses 1 evaluates an adapter that exists: add --eval-only"),
+    (["--eval-only", "--search-misses", "4"], "give a whole number from 0 to 3"),
 ])
 def test_the_new_options_refuse_what_cannot_work(argv, says, capsys):
     from course.finetune.__main__ import main
@@ -281,3 +283,51 @@ def test_results_side_by_side_per_family():
     assert rows[0]["answer_problems"] == {"glues the figures of 2 sources": 1}
     assert rows[2]["answer_problems"] == {"the returned code fails": 1}
     assert by_family_text(rows).splitlines()[1] == "weather | tuned | success 1/1 | final answers 1/1"
+
+
+def test_what_a_model_did_when_sources_disagree_is_counted():
+    from course.finetune.evaluate import TaskResult
+    from course.finetune.heldout import disagreement_counts
+
+    def weather(success: bool, problem: str = "", searches: int = 1) -> TaskResult:
+        return TaskResult("m", "weather", "t", 2, 2, True, True, [], success, 0, 0, 0.0,
+                          tools_called=["web_search"] * searches, answer_problem=problem)
+
+    runs = [weather(True), weather(True, searches=2), weather(False, "glues the figures of 2 sources"),
+            weather(False, "no final answer", searches=3),
+            TaskResult("m", "debug_list_index", "t", 2, 2, True, True, [], False, 0, 0, 0.0)]
+    assert disagreement_counts(runs) == {
+        "tasks": 4, "named one source's figure": 2, "glues the figures of 2 sources": 1,
+        "no final answer": 1, "searched more than once": 2}
+
+
+def test_a_search_that_misses_finds_nothing_first_then_the_pages():
+    from course.finetune.heldout import lookup_tasks
+
+    lookups = lookup_tasks(held_out_set(kin=9))
+    assert [t.family for t in lookups] == ["weather", "film_vehicle_photo"] + ["weather"] * 9 + [
+        "film_vehicle_photo"] * 9
+    kin = lookups[2]  # a weather kin: its own pages
+    city = kin.task.rstrip("?.").split()[-1].lower()
+    search = kin.make_tools(search_misses=1)[0]
+    with pytest.raises(Exception, match=re.escape("No results found! Try a less restrictive/shorter query.")):
+        search.forward(f"{city} weather")
+    assert city in search.forward(f"{city} weather").lower()  # the same query, now found
+    assert [c["query"] for c in search.calls] == [f"{city} weather"] * 2
+    assert city in kin.make_tools()[0].forward(f"{city} weather").lower()  # no miss by default
+    with pytest.raises(ValueError, match="misses must be 0 or more"):
+        kin.make_tools(search_misses=-1)
+
+
+def test_what_a_model_did_when_its_first_search_missed_is_counted():
+    from course.finetune.evaluate import TaskResult
+    from course.finetune.heldout import search_miss_counts
+
+    def run(queries: list[str], success: bool = False) -> TaskResult:
+        return TaskResult("m", "weather", "t", 3, 3, bool(queries), success, [], success, 0, 0, 0.0,
+                          search_queries=queries)
+
+    runs = [run([]), run(["a"]), run(["a", "a", "a"]), run(["a b", "a"], success=True),
+            run(["x", "y"])]
+    assert search_miss_counts(runs) == {"tasks": 5, "searched": 4, "searched again": 3,
+                                        "with another query": 2, "succeeded": 1}

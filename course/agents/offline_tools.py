@@ -20,7 +20,7 @@ Every call is logged in the tool's ``calls`` list (``{"query": ...}`` or ``{"pro
 API (stable; other chapters import it):
 
 - ``load_corpus(path=None) -> list[SearchPage]``; ``SearchPage(title, link, description)``.
-- ``OfflineWebSearchTool(max_results=3, corpus=None)``: ``.search(query) -> list[SearchPage]``
+- ``OfflineWebSearchTool(max_results=3, corpus=None, misses=0)``: ``.search(query) -> list[SearchPage]``
   (scored, no exception), ``.forward(query) -> str``, ``.calls``.
 - ``OfflineImageTool(name="image_generator", out_dir=None, size=(512, 320))``: ``.forward(prompt)``
   returns a ``PIL.Image.Image`` (the agent wraps it as ``AgentImage``); ``.calls``.
@@ -105,12 +105,16 @@ class OfflineWebSearchTool(Tool):
     }
     output_type = "string"
 
-    def __init__(self, max_results: int = 3, corpus: list[SearchPage] | None = None):
+    def __init__(self, max_results: int = 3, corpus: list[SearchPage] | None = None,
+                 misses: int = 0):
         super().__init__()
         if max_results < 1:
             raise ValueError(f"max_results must be at least 1, got {max_results}.")
+        if misses < 0:
+            raise ValueError(f"misses must be 0 or more, got {misses}.")
         self.max_results = max_results
         self.corpus = corpus if corpus is not None else load_corpus()
+        self.misses = misses  # the first ``misses`` calls find nothing, whatever the query
         self.calls: list[dict[str, Any]] = []
 
     def score(self, query: str, page: SearchPage) -> int:
@@ -128,7 +132,7 @@ class OfflineWebSearchTool(Tool):
         if not isinstance(query, str) or not query.strip():
             raise ValueError("web_search needs a non-empty query string.")
         self.calls.append({"query": query})
-        results = self.search(query)
+        results = self.search(query) if len(self.calls) > self.misses else []
         if not results:
             raise Exception("No results found! Try a less restrictive/shorter query.")
         return "## Search Results\n\n" + "\n\n".join(page.as_result() for page in results)

@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="peak learning rate (default 6e-4)")
     parser.add_argument("--taught-only", action="store_true",
                         help="evaluate the taught model only (not the base beside it)")
+    parser.add_argument("--search-misses", type=whole_number(0, 3, example=1), default=0,
+                        help="evaluate on the lookup tasks only, where the first N searches find "
+                             "nothing (written to evaluation-search-misses.json)")
     return parser
 
 
@@ -82,6 +85,9 @@ def _checked(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[a
             parser.error("--from trains; with --eval-only there is no training (leave one out).")
         if not adapter_dir(args.start_from).is_dir():
             parser.error(f"--from {args.start_from}: no adapter folder {adapter_dir(args.start_from)}.")
+    if args.search_misses and not args.eval_only:
+        parser.error(f"--search-misses {args.search_misses} evaluates an adapter that exists: "
+                     "add --eval-only (and --name).")
     if args.learning_rate is not None and not 0 < args.learning_rate < 1:
         parser.error(f"--learning-rate {args.learning_rate}: use a value like 6e-4.")
     name = args.name or DEFAULT_ADAPTER
@@ -158,11 +164,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from course.finetune.data import held_out_tasks
     from course.finetune.evaluate import compare_on_held_out
-    from course.finetune.heldout import by_family, by_family_text, held_out_set
+    from course.finetune.heldout import by_family, by_family_text, held_out_set, lookup_tasks
 
     tasks = held_out_set(kin=args.kin) if args.held_out == "all" else held_out_tasks()
+    if args.search_misses:
+        tasks = lookup_tasks(tasks)
     comparison = compare_on_held_out(out, tasks=tasks, max_steps=args.eval_steps,
-                                     prompt_templates=templates, include_base=not args.taught_only)
+                                     prompt_templates=templates, include_base=not args.taught_only,
+                                     search_misses=args.search_misses)
     print(comparison, flush=True)
     families = by_family(comparison.results)
     print("[measured] per family:\n" + by_family_text(families), flush=True)
@@ -172,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     record["torch_threads"] = torch.get_num_threads()
     record["prompt"] = prompt
     record["held_out"] = args.held_out if args.held_out == "note" else f"all, {args.kin} kin"
-    (out / "evaluation.json").write_text(json.dumps(record, indent=2) + "\n")
+    record["search_misses"] = args.search_misses
+    file = "evaluation-search-misses.json" if args.search_misses else "evaluation.json"
+    (out / file).write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 

@@ -65,12 +65,13 @@ class Trajectory:
     def corpus(self) -> list[SearchPage] | None:
         return [SearchPage(**p) for p in self.pages] if self.pages else None
 
-    def make_tools(self) -> list[Any]:
-        """Fresh offline tools for this task (a search over its own corpus)."""
+    def make_tools(self, search_misses: int = 0) -> list[Any]:
+        """Fresh offline tools for this task (a search over its own corpus, whose first
+        ``search_misses`` calls find nothing)."""
         tools: list[Any] = []
         for name in self.tools:
             if name == "web_search":
-                tools.append(OfflineWebSearchTool(corpus=self.corpus()))
+                tools.append(OfflineWebSearchTool(corpus=self.corpus(), misses=search_misses))
             else:
                 tools.append(OfflineImageTool(name=name))
         return tools

@@ -29,8 +29,8 @@ from typing import Any
 
 from course.finetune.data import Trajectory, forum_page, held_out_tasks, search_page
 
-__all__ = ["KIN_PER_FAMILY", "answer_problem", "by_family", "by_family_text", "held_out_set",
-           "list_values", "source_figures"]
+__all__ = ["KIN_PER_FAMILY", "answer_problem", "by_family", "by_family_text", "disagreement_counts",
+           "held_out_set", "list_values", "lookup_tasks", "search_miss_counts", "source_figures"]
 
 KIN_PER_FAMILY = 10
 
@@ -229,3 +229,35 @@ def by_family_text(rows: list[dict[str, Any]]) -> str:
     """:func:`by_family`'s rows as lines: ``family | model | success k/n | final answers``."""
     return "\n".join(f"{r['family']} | {r['model']} | success {r['success']}/{r['tasks']} | "
                      f"final answers {r['final_answer']}/{r['tasks']}" for r in rows)
+
+
+def disagreement_counts(results: list[Any]) -> dict[str, int]:
+    """What a model did on the tasks where two sources disagree (the ``weather`` family of
+    ``results``, :class:`~course.finetune.evaluate.TaskResult` objects), counted: the tasks, the
+    answers that named one source's figure (successes), each answer problem, and the runs that
+    searched more than once."""
+    weather = [r for r in results if r.family == "weather"]
+    counts = {"tasks": len(weather), "named one source's figure": sum(r.success for r in weather)}
+    for r in weather:
+        if r.answer_problem:
+            key = r.answer_problem.split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+    counts["searched more than once"] = sum(r.tools_called.count("web_search") > 1 for r in weather)
+    return counts
+
+
+def lookup_tasks(tasks: list[Trajectory]) -> list[Trajectory]:
+    """The tasks of ``tasks`` that give the agent ``web_search`` (weather and film vehicle)."""
+    return [t for t in tasks if "web_search" in t.tools]
+
+
+def search_miss_counts(results: list[Any]) -> dict[str, int]:
+    """What a model did when its first search found nothing (``results``:
+    :class:`~course.finetune.evaluate.TaskResult` objects of a run with ``search_misses=1``),
+    counted: the tasks, the runs that searched at all, searched again after the miss, searched
+    again with another query than the first, and succeeded."""
+    searched = [r for r in results if r.search_queries]
+    again = [r for r in searched if len(r.search_queries) > 1]
+    return {"tasks": len(results), "searched": len(searched), "searched again": len(again),
+            "with another query": sum(r.search_queries[1] != r.search_queries[0] for r in again),
+            "succeeded": sum(r.success for r in results)}
