@@ -228,10 +228,42 @@ def test_the_larger_run_is_read_from_its_committed_files_per_family(run):
 def test_the_larger_runs_failure_modes_are_counted_as_the_prose_says(run):
     assert run.shown_one("at-scale-failures", "notes-three") == [False, False, False]
     disagree = run.shown_one("at-scale-failures", "disagree")
-    assert disagree == {"tasks": 10, "searched_again": 2, "named one source's figure": 6,
+    assert disagree == {"tasks": 10, "searched more than once": 2, "named one source's figure": 6,
                         "names no source's temperature": 2, "no final answer": 2}
     assert not any("glue" in kind or "range" in kind for kind in disagree)  # "none glues a range"
     odd = run.shown_one("at-scale-failures", "film-answers")
     assert len(odd) == 1 and odd[0].startswith("<function")  # the check's hole, found by the cell
     prose = next(c.source for c in run.nb.cells if c.get("id") == "at-scale-read")
     assert "none glues a range" in prose and "function object" in prose and "**A script to debug**: none" in prose
+
+
+def test_the_taught_agent_is_read_from_its_shipped_files_beside_the_run_it_started_from(run):
+    from course.adapter_manifest import AGENT_ADAPTER, adapter_dir, check_adapter
+
+    folder = adapter_dir(AGENT_ADAPTER)
+    manifest = check_adapter(folder)
+    committed = json.loads((folder / "evaluation.json").read_text())
+    shown = run.shown_one("agent-run", "manifest-agent")
+    assert shown["files"] == manifest["files"] and shown["started_from"]["name"] == "pilot-1000"
+    assert manifest["settings"]["mix"] == "code" and manifest["trajectories"] == 480
+    assert run.text("agent-run").startswith(
+        f"[{COMMITTED}adapters/{AGENT_ADAPTER}/manifest.json)] adapter {manifest['name']}: from "
+        "pilot-1000 (1,000 trajectories), then 480 of the code mix, 480 steps")
+    assert committed["adapter_sha256"] == manifest["files"]["adapter_model.safetensors"]
+    per_family = {(r["model"], r["family"]): r["success"] for r in run.shown_one("agent-run", "per-family-agent")}
+    agent = f"+ LoRA {AGENT_ADAPTER}"
+    assert [per_family[("base", f)] for f in HELD_OUT_FAMILIES] == [0, 0, 0]
+    assert [per_family[("+ LoRA pilot-1000", f)] for f in HELD_OUT_FAMILIES] == [6, 7, 0]
+    assert [per_family[(agent, f)] for f in HELD_OUT_FAMILIES] == [
+        r["success"] for r in committed["by_family"]]  # the cell's count is the file's
+    totals = run.shown_one("agent-run", "totals")
+    assert totals == {"base": 0, "+ LoRA pilot-1000": 13, agent: committed["summary"][0]["success"]}
+    assert totals[agent] >= 18  # at least 60 % of the 30 held-out tasks
+    disagree = run.shown_one("agent-run", "disagree-agent")
+    assert disagree["named one source's figure"] == per_family[(agent, "weather")]
+    prose = next(c.source for c in run.nb.cells if c.get("id") == "agent-read")
+    assert f"{totals[agent]} of the 30 held-out tasks succeed" in prose
+    assert per_family[(agent, "debug_list_index")] == 10 and "from none to all ten" in prose
+    assert disagree.get("glues the figures of 2 sources") == 1 and "appears once" in prose
+    assert all(per_family[(agent, f)] < per_family[("+ LoRA pilot-1000", f)]
+               for f in ("weather", "film_vehicle_photo")) and "fewer successes" in prose
