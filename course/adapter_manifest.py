@@ -115,7 +115,7 @@ def wrap_with_adapter(model: Any, folder: Path | None = None) -> Any:
 
 def taught_prompt(model: Any) -> str:
     """The agent system prompt ``model`` was taught with, ``default`` (smolagents') or
-    ``compact`` (:mod:`course.finetune.prompt`): what the manifest of the adapter that
+    ``compact`` (:mod:`course.agents.prompts`): what the manifest of the adapter that
     :func:`wrap_with_adapter` put on it says, read from the model itself or from the model a
     smolagents model or ``LocalModel`` holds; ``default`` for a model without an adapter."""
     for candidate in (model, getattr(model, "model", None)):

@@ -142,9 +142,9 @@ def test_a_run_can_start_from_an_adapters_weights(tokenizer, tmp_path):
 
 def test_a_model_runs_with_the_prompt_its_adapter_was_taught_with(tokenizer, tmp_path):
     from course.adapter_manifest import taught_prompt, wrap_with_adapter
+    from course.agents.prompts import COMPACT_SYSTEM_PROMPT, templates_for
     from course.finetune.adapter import fresh_base
     from course.finetune.evaluate import kernel_agent_model
-    from course.finetune.prompt import COMPACT_SYSTEM_PROMPT, templates_for
     from course.finetune.train import TrainSettings, train
 
     samples = _tiny_sample(tokenizer)

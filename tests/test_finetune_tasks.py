@@ -92,7 +92,7 @@ def test_no_script_to_fix_fails_with_an_index_error():
 
 
 def test_every_family_renders_with_both_prompts(tokenizer):
-    from course.finetune.prompt import prompt_templates
+    from course.agents.prompts import prompt_templates
 
     rng_seed = 0
     for name, make in FAMILIES.items():
@@ -110,7 +110,7 @@ def test_every_family_renders_with_both_prompts(tokenizer):
 # ----- the compact prompt -----
 def test_the_compact_prompt_is_a_fifth_of_the_default(tokenizer):
     from course.agents.offline_tools import OfflineImageTool, OfflineWebSearchTool
-    from course.finetune.prompt import system_prompt_text, system_prompt_tokens
+    from course.agents.prompts import system_prompt_text, system_prompt_tokens
 
     tools = [OfflineWebSearchTool(corpus=[]), OfflineImageTool()]
     compact, default = (system_prompt_tokens(tools, tokenizer, c) for c in (True, False))

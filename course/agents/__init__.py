@@ -7,6 +7,8 @@
 - :mod:`.evaluation`: trajectory checks that flag what a final answer hides; runs side by side.
 - :mod:`.live`: the three tasks run live with the active agent model (measured).
 - :mod:`.interfaces`: one task for ``CodeAgent`` and ``ToolCallingAgent`` (code as the interface).
+- :mod:`.prompts`: the course's compact CodeAgent system prompt beside smolagents' default, and
+  the prompt a taught model runs with (appendix A4 teaches adapters with it).
 
 A run's trace is its OpenTelemetry spans (:mod:`course.tools.spans`, switched on when chapter
 01's package is imported, which this one is): every smolagents and LangChain / LangGraph run in

@@ -28,7 +28,7 @@ A4, whatever the setting, when its manifest checks (:func:`tuned_unavailable` sa
 :func:`tuned_skip_reason` also skips them in chapters run with another model): by default the
 course's tools adapter (``smollm2-tools``, what ``bundled+tools`` loads), and in chapter 02 the
 taught agent (:data:`course.adapter_manifest.AGENT_ADAPTER`), each with the system prompt its
-adapter was taught with (:func:`course.finetune.prompt.templates_for`). The runs are the
+adapter was taught with (:func:`course.agents.prompts.templates_for`). The runs are the
 held-out evaluation's: up to :data:`TUNED_STEPS` steps, each ending at its first complete code
 block or after :data:`course.adapter_manifest.STEP_TOKENS` new tokens, reusing one kept prefix
 cache across the three tasks.
@@ -303,7 +303,7 @@ def run_live(name: str, plan: LivePlan | None = None, model: Any = None,
     (or with ``model``, named ``model_id`` in the trace)."""
     if name not in NOTE_TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {sorted(NOTE_TASKS)}.")
-    from course.finetune.prompt import templates_for
+    from course.agents.prompts import templates_for
     from course.models import smolagents_model  # the model is built only when a run is asked for
 
     plan = plan or live_plan()
@@ -407,7 +407,7 @@ def run_live_tuned(name: str, plan: LivePlan | None = None, adapter: str = DEFAU
             local = load_local_model(parse_model_setting(BUNDLED_TOOLS))
             model = smolagents_model(parse_model_setting(BUNDLED_TOOLS), max_new_tokens=plan.max_new_tokens)
         else:  # another adapter over a base of its own (the same weights file, mapped again)
-            from course.finetune.adapter import load_with_adapter
+            from course.models import load_with_adapter
             from course.models.for_smolagents import SharedTransformersModel
 
             local = load_with_adapter(adapter_dir(adapter))

@@ -9,7 +9,8 @@
   needed), none of them held out, drawn by named mixes of weights.
 - :mod:`.heldout`: the 33 held-out tasks (the note's three and ten kin of each) and the answer
   checks (one source's figure, the car the pages name, code that runs and prints the list).
-- :mod:`.prompt`: the course's compact CodeAgent system prompt beside smolagents' default.
+- the course's compact CodeAgent system prompt is :mod:`course.agents.prompts` (chapter 02 runs
+  the taught agent with it).
 - :mod:`.train`: LoRA fine-tuning with PEFT on the CPU (fp32), a progress bar and a loss log;
   writes the adapter and its manifest under ``course/data/adapters/<name>/``.
 - :mod:`.evaluate`: base vs fine-tuned on the held-out tasks (parse rate, right tool, task

@@ -5,7 +5,7 @@ Options: ``--steps N`` (a bounded run), ``--name NAME`` (the adapter's folder un
 ``--eval-only`` (evaluate the committed adapter), ``--eval-steps K`` (agent steps per held-out
 task), ``--trajectories N`` (N trajectories of :mod:`course.finetune.tasks`' many families
 instead of the 96 of :func:`course.finetune.data.training_tasks`), ``--prompt compact`` (render,
-train and evaluate with the course's compact system prompt, :mod:`course.finetune.prompt`),
+train and evaluate with the course's compact system prompt, :mod:`course.agents.prompts`),
 ``--held-out note|all`` (the 6 tasks of :func:`~course.finetune.data.held_out_tasks`, or the 33
 of :func:`course.finetune.heldout.held_out_set`), ``--kin K`` (kin per family of ``all``),
 ``--mix NAME`` (family weights of ``--trajectories``, :data:`course.finetune.tasks.MIXES`),
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from course.finetune.prompt import prompt_templates
+    from course.agents.prompts import prompt_templates
 
     templates = prompt_templates() if prompt == "compact" else None
     if not args.eval_only:

@@ -3,7 +3,8 @@
 ``COURSE_MODEL=bundled+tools`` selects the bundled SmolLM2-135M-Instruct with the LoRA adapter
 trained by ``python -m course.finetune`` (``course/data/adapters/smollm2-tools/``); the taught
 agent of chapter 02 is another (``smollm2-agent``, :data:`course.adapter_manifest.AGENT_ADAPTER`),
-loaded by :func:`load_with_adapter` with its folder. The base is a
+loaded by :func:`load_with_adapter` with its folder (it and :func:`fresh_base` are
+:mod:`course.models`' own, which chapter 02 uses too; named here for appendix A4). The base is a
 separate model object from the plain bundled model (its weights are the same file, mapped
 again, so no second copy in memory), wrapped by PEFT; the adapter stays unmerged, so nothing
 writes into the base weights.
@@ -17,9 +18,6 @@ base models.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from course.adapter_manifest import (
     DEFAULT_ADAPTER,
     AdapterError,
@@ -27,18 +25,8 @@ from course.adapter_manifest import (
     adapter_label,
     check_adapter,
     read_manifest,
-    wrap_with_adapter,
 )
-from course.finetune.train import fresh_base
+from course.models import fresh_base, load_with_adapter
 
 __all__ = ["DEFAULT_ADAPTER", "AdapterError", "adapter_dir", "adapter_label", "check_adapter",
            "fresh_base", "load_with_adapter", "read_manifest"]
-
-
-def load_with_adapter(folder: Path | None = None, base: Any = None) -> Any:
-    """The bundled model with the adapter in ``folder`` (checked first), as a ``LocalModel``:
-    ``base`` (default a :func:`fresh_base`) with its model wrapped (:func:`wrap_with_adapter`,
-    as the loader does for ``bundled+tools``)."""
-    base = base or fresh_base()
-    base.model = wrap_with_adapter(base.model, folder)
-    return base

@@ -406,7 +406,7 @@ def render(traj: Trajectory, tokenizer: Any, prompt_templates: dict[str, Any] | 
     """Run ``traj``'s scripted outputs through a real ``CodeAgent``; check the trajectory passes.
 
     ``prompt_templates``: the agent's prompts (default smolagents' own; the course's compact
-    system prompt is :func:`course.finetune.prompt.prompt_templates`)."""
+    system prompt is :func:`course.agents.prompts.prompt_templates`)."""
     from smolagents import CodeAgent
 
     from course.agents.evaluation import check_trajectory

@@ -126,16 +126,16 @@ def run_task(traj: Any, model: Any, label: str, max_steps: int = 3,
              prompt_templates: dict[str, Any] | None = None, search_misses: int = 0) -> TaskResult:
     """Run one held-out task (:class:`~course.finetune.data.Trajectory`) with ``model``
     (``prompt_templates``: the agent's prompts; default: those ``model`` was taught with,
-    :func:`course.finetune.prompt.templates_for`; ``search_misses``: the first searches that find
+    :func:`course.agents.prompts.templates_for`; ``search_misses``: the first searches that find
     nothing). Success needs the answer check of :func:`course.finetune.heldout.answer_problem` too."""
     from smolagents import CodeAgent
     from smolagents.utils import AgentError
 
     from course.agents.evaluation import check_trajectory, script_runs
     from course.agents.live import stop_after_steps
+    from course.agents.prompts import templates_for
     from course.agents.traces import run_from_spans
     from course.finetune.heldout import answer_problem
-    from course.finetune.prompt import templates_for
     from course.tools import spans as tracing
     from course.tools.for_libraries import smolagents_door
 

@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 from course.adapter_manifest import ADAPTER_FILES, ADAPTERS_DIR, BASE_MODEL_ID, sha256_file
+from course.models import fresh_base
 
 
 @dataclass
@@ -69,7 +70,7 @@ class TrainSettings:
     """torch threads (``None``: leave torch's default)."""
     prompt: str = "default"
     """The agent's system prompt the data was rendered with: ``default`` (smolagents') or
-    ``compact`` (:mod:`course.finetune.prompt`); the adapter must run with the same one."""
+    ``compact`` (:mod:`course.agents.prompts`); the adapter must run with the same one."""
     start_from: str = ""
     """An adapter (folder name under ``course/data/adapters/``) whose weights the run starts from
     instead of PEFT's fresh LoRA (``""``: fresh); its rank and modules must be these."""
@@ -148,24 +149,6 @@ def loss_curve(losses: list[float], window: int = 8) -> list[tuple[int, int, flo
     return [(i + 1, min(i + window, len(losses)),
              round(sum(losses[i:i + window]) / len(losses[i:i + window]), 4))
             for i in range(0, len(losses), window)]
-
-
-def fresh_base() -> Any:
-    """A new model object holding the bundled weights (mapped from the same converted file)."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from course.models import LocalModel, tokenizer_at, transformers_source
-    from course.settings import ModelChoice
-
-    choice = ModelChoice("bundled", "bundled")
-    source = transformers_source(choice)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
-    model.eval()
-    tokenizer = tokenizer_at(source)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return LocalModel(model, tokenizer, choice, source)
 
 
 def _start_from(model: Any, settings: TrainSettings) -> dict[str, Any]:

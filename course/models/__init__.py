@@ -7,7 +7,8 @@ modules in this order:
 - :mod:`~course.models.placement`: where a model loaded in the kernel goes (device, dtype) and
   whether its weights fit there, judged from its config before any weight is read.
 - :mod:`~course.models.local`: the model loaded in the kernel, once (:class:`LocalModel`), its
-  tokenizer, and the file to blame when a folder cannot load.
+  tokenizer, and the file to blame when a folder cannot load; a fresh copy of the bundled model
+  and base + a named LoRA adapter (:func:`load_with_adapter`).
 - :mod:`~course.models.served`: a server: what it lists, the bound on every call
   (``COURSE_SERVER_TIMEOUT``), and its failures as one :class:`ServerError`.
 - :mod:`~course.models.roles`: the agent model and the probe model (the one cells read
@@ -33,9 +34,11 @@ from course.models.local import (
     PREPARE_COMMAND,
     LocalModel,
     converted_copy_cannot_load,
+    fresh_base,
     load_failure,
     load_local_model,
     load_model_on,
+    load_with_adapter,
     local_folder_fix,
     model_folder_problem,
     short_name,
@@ -87,7 +90,8 @@ __all__ = [
     "agent_is_local", "agent_is_small", "agent_tokenizer", "chat_model",
     "check_fits",
     "converted_copy_cannot_load", "cuda_dtype", "describe_models", "estimate_weight_bytes",
-    "gpu_info", "load_failure", "load_local_model", "load_model_on", "local_folder_fix",
+    "fresh_base", "gpu_info", "load_failure", "load_local_model", "load_model_on",
+    "load_with_adapter", "local_folder_fix",
     "model_folder_problem", "notes_tokenizer", "placement", "probe_chat_model", "probe_model",
     "probe_note", "request_timeout", "served_model_name", "server_error", "server_models",
     "short_name", "smolagents_model", "text_generation_pipeline", "tokenizer_at",

@@ -196,6 +196,34 @@ def load_local_model(choice: ModelChoice | None = None) -> LocalModel:
     return load_model_on(choice or active_model(), device_setting())
 
 
+
+def fresh_base() -> LocalModel:
+    """A new model object holding the bundled weights (mapped from the same converted file, so
+    no second copy in memory), not the kernel's cached one: what LoRA trains, and what an
+    adapter other than ``bundled+tools``'s wraps."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    choice = ModelChoice("bundled", "bundled")
+    source = transformers_source(choice)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    model.eval()
+    tokenizer = tokenizer_at(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return LocalModel(model, tokenizer, choice, source)
+
+
+def load_with_adapter(folder: Path | None = None, base: LocalModel | None = None) -> LocalModel:
+    """The bundled model with the adapter in ``folder`` (default the course's; checked first), as
+    a ``LocalModel``: ``base`` (default a :func:`fresh_base`) with its model wrapped
+    (:func:`course.adapter_manifest.wrap_with_adapter`, as the loader does for ``bundled+tools``)."""
+    from course.adapter_manifest import wrap_with_adapter
+
+    base = base or fresh_base()
+    base.model = wrap_with_adapter(base.model, folder)
+    return base
+
 # --- why a folder cannot load ------------------------------------------------------------------
 
 
