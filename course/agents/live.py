@@ -404,8 +404,9 @@ def run_live_tuned(name: str, plan: LivePlan | None = None, adapter: str = DEFAU
         if adapter == DEFAULT_ADAPTER:  # the loader's bundled+tools: shared with the chapters
             from course.models import load_local_model
 
-            local = load_local_model(parse_model_setting(BUNDLED_TOOLS))
-            model = smolagents_model(parse_model_setting(BUNDLED_TOOLS), max_new_tokens=plan.max_new_tokens)
+            choice = parse_model_setting(BUNDLED_TOOLS)
+            local = load_local_model(choice)
+            model = smolagents_model(choice, max_new_tokens=plan.max_new_tokens)
         else:  # another adapter over a base of its own (the same weights file, mapped again)
             from course.models import load_with_adapter
             from course.models.for_smolagents import SharedTransformersModel

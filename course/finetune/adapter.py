@@ -12,8 +12,8 @@ writes into the base weights.
 :func:`check_adapter` is what the doctor runs: the manifest is readable, names the base model,
 and every adapter file is present with the sha256 the manifest records.
 
-Not handled: several adapters on one base at once, merging the adapter into the weights, adapters for other
-base models.
+Not handled: several adapters on one base at once, merging the adapter into the weights,
+adapters for other base models.
 """
 
 from __future__ import annotations

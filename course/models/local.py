@@ -196,7 +196,6 @@ def load_local_model(choice: ModelChoice | None = None) -> LocalModel:
     return load_model_on(choice or active_model(), device_setting())
 
 
-
 def fresh_base() -> LocalModel:
     """A new model object holding the bundled weights (mapped from the same converted file, so
     no second copy in memory), not the kernel's cached one: what LoRA trains, and what an
@@ -223,6 +222,7 @@ def load_with_adapter(folder: Path | None = None, base: LocalModel | None = None
     base = base or fresh_base()
     base.model = wrap_with_adapter(base.model, folder)
     return base
+
 
 # --- why a folder cannot load ------------------------------------------------------------------
 
